@@ -1,0 +1,6 @@
+#include <iostream>
+
+int main() {
+  std::cout << "mlx-cpp\n";
+  return 0;
+}

@@ -1,0 +1,34 @@
+#include "io/json_file.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "io/error.h"
+
+namespace mlx_cpp {
+
+nlohmann::json read_json_file(const std::filesystem::path& path) {
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream) throw Error("cannot open " + path.string());
+  std::stringstream buffer;
+  buffer << stream.rdbuf();
+  try {
+    return nlohmann::json::parse(buffer.str());
+  } catch (const nlohmann::json::parse_error& error) {
+    throw Error("malformed JSON in " + path.string() + ": " + error.what());
+  }
+}
+
+void write_json_file(const std::filesystem::path& path, const nlohmann::json& value, int indent) {
+  auto temporary = path;
+  temporary += ".tmp";
+  {
+    std::ofstream stream(temporary, std::ios::binary | std::ios::trunc);
+    if (!stream) throw Error("cannot write " + temporary.string());
+    stream << value.dump(indent) << '\n';
+    if (!stream.flush()) throw Error("cannot write " + temporary.string());
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+}  // namespace mlx_cpp
