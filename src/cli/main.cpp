@@ -1,6 +1,25 @@
+#include <exception>
 #include <iostream>
 
-int main() {
-  std::cout << "mlx-cpp\n";
+#include "cli/command.h"
+#include "io/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mlx-cpp: run and serve MLX-format language models", "mlx-cpp"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "mlx-cpp 0.1.0");
+  mlx_cpp::cli::register_generate_command(app);
+  mlx_cpp::cli::register_tokenize_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  } catch (const mlx_cpp::Error& error) {
+    std::cerr << "error: " << error.what() << '\n';
+    return 1;
+  } catch (const std::exception& error) {
+    std::cerr << "error: " << error.what() << '\n';
+    return 2;
+  }
   return 0;
 }

@@ -1,0 +1,12 @@
+#pragma once
+// Each CLI subcommand lives in its own file and registers itself on the app.
+// A command's callback throws mlx_cpp::Error for user mistakes; main() prints
+// the message on one line and exits non-zero.
+#include <CLI/CLI.hpp>
+
+namespace mlx_cpp::cli {
+
+void register_generate_command(CLI::App& app);
+void register_tokenize_commands(CLI::App& app);
+
+}  // namespace mlx_cpp::cli
