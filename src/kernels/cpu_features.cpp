@@ -1,0 +1,56 @@
+#include "kernels/cpu_features.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace mlx_cpp::kernels {
+
+namespace {
+
+Isa detect() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+              __builtin_cpu_supports("f16c");
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (avx512) return Isa::avx512;
+  if (avx2) return Isa::avx2;
+#endif
+  return Isa::scalar;
+}
+
+std::atomic<int>& isa_limit() {
+  static std::atomic<int> limit{static_cast<int>(detected_isa())};
+  return limit;
+}
+
+}  // namespace
+
+Isa detected_isa() {
+  static const Isa isa = detect();
+  return isa;
+}
+
+Isa active_isa() {
+  int limit = isa_limit().load(std::memory_order_relaxed);
+  return static_cast<Isa>(std::min(limit, static_cast<int>(detected_isa())));
+}
+
+void set_isa_limit(Isa limit) {
+  isa_limit().store(static_cast<int>(limit));
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::avx512:
+      return "avx512";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::scalar:
+      break;
+  }
+  return "scalar";
+}
+
+}  // namespace mlx_cpp::kernels

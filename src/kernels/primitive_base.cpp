@@ -1,0 +1,55 @@
+#include "kernels/primitive_base.h"
+
+#include <mlx/ops.h>
+#include <mlx/transforms.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace mlx_cpp::kernels {
+
+namespace mx = mlx::core;
+
+void FallbackPrimitive::eval_gpu(const Arrays&, Arrays&) {
+  throw std::runtime_error(std::string("[") + name() + "] has no GPU kernel; use the fallback");
+}
+
+FallbackPrimitive::Arrays FallbackPrimitive::jvp(const Arrays& primals, const Arrays& tangents,
+                                                 const std::vector<int>& argnums) {
+  // Tangents arrive only for `argnums`; the others are zero.
+  Arrays all_tangents;
+  for (const auto& primal : primals) all_tangents.push_back(mx::zeros_like(primal));
+  for (std::size_t i = 0; i < argnums.size(); ++i) all_tangents[argnums[i]] = tangents[i];
+  return mx::jvp(fallback_, primals, all_tangents).second;
+}
+
+FallbackPrimitive::Arrays FallbackPrimitive::vjp(const Arrays& primals, const Arrays& cotangents,
+                                                 const std::vector<int>& argnums, const Arrays&) {
+  auto all_vjps = mx::vjp(fallback_, primals, cotangents).second;
+  Arrays selected;
+  for (int index : argnums) selected.push_back(all_vjps[index]);
+  return selected;
+}
+
+void FallbackPrimitive::dispatch(const Arrays& inputs, Arrays& outputs,
+                                 std::function<void(const Arrays&, Arrays&)> compute) {
+  auto& encoder = mx::cpu::get_command_encoder(stream());
+  Arrays input_views;
+  Arrays output_views;
+  for (const auto& input : inputs) {
+    if (!input.flags().row_contiguous) {
+      throw std::logic_error(std::string("[") + name() + "] expects row-contiguous inputs");
+    }
+    encoder.set_input_array(input);
+    input_views.push_back(mx::array::unsafe_weak_copy(input));
+  }
+  for (auto& output : outputs) {
+    output.set_data(mx::allocator::malloc(output.nbytes()));
+    encoder.set_output_array(output);
+    output_views.push_back(mx::array::unsafe_weak_copy(output));
+  }
+  encoder.dispatch([inputs = std::move(input_views), outputs = std::move(output_views),
+                    compute = std::move(compute)]() mutable { compute(inputs, outputs); });
+}
+
+}  // namespace mlx_cpp::kernels

@@ -1,0 +1,48 @@
+#pragma once
+// Shared plumbing for the kernels' MLX primitives.
+//
+// Every kernel is an mlx::core::Primitive with a CPU implementation and a
+// fallback composed from stock MLX ops with the same semantics. The fallback
+// serves differentiation (vjp/jvp) and non-CPU streams; the op functions in
+// kernels.h validate inputs and pick the primitive or the fallback.
+//
+// Evaluation follows MLX's CPU encoder convention: eval_cpu runs on the
+// thread that evaluates the graph, allocates the outputs, and enqueues the
+// computation on the stream's CPU command encoder, which runs it in order on
+// the stream's scheduler thread; MLX keeps the input buffers alive until it
+// has run.
+#include <mlx/allocator.h>
+#include <mlx/array.h>
+#include <mlx/backend/cpu/encoder.h>
+#include <mlx/primitives.h>
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+namespace mlx_cpp::kernels {
+
+class FallbackPrimitive : public mlx::core::Primitive {
+ public:
+  using Arrays = std::vector<mlx::core::array>;
+  using Fallback = std::function<Arrays(const Arrays&)>;
+
+  FallbackPrimitive(mlx::core::Stream stream, Fallback fallback)
+      : Primitive(stream), fallback_(std::move(fallback)) {}
+
+  void eval_gpu(const Arrays& inputs, Arrays& outputs) override;
+  Arrays jvp(const Arrays& primals, const Arrays& tangents,
+             const std::vector<int>& argnums) override;
+  Arrays vjp(const Arrays& primals, const Arrays& cotangents, const std::vector<int>& argnums,
+             const Arrays& outputs) override;
+
+ protected:
+  // Allocates `outputs` and enqueues compute(inputs, outputs) on this
+  // primitive's stream. Inputs must already be row-contiguous.
+  void dispatch(const Arrays& inputs, Arrays& outputs,
+                std::function<void(const Arrays&, Arrays&)> compute);
+
+  Fallback fallback_;
+};
+
+}  // namespace mlx_cpp::kernels

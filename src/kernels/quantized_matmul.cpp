@@ -1,0 +1,201 @@
+// quantized_matmul_fast: validation, the primitive, and the driver that
+// prepares x and spreads columns of the output over the thread pool.
+#include <mlx/ops.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+#include "kernels/kernels.h"
+#include "kernels/primitive_base.h"
+#include "kernels/qmm_kernels.h"
+#include "kernels/thread_pool.h"
+
+namespace mlx_cpp::kernels {
+
+namespace mx = mlx::core;
+
+namespace {
+
+// Up to this many rows the weights are streamed once per call (decode);
+// above it they are dequantized into panels reused by all rows (prefill).
+constexpr int kGemvMaxRows = 4;
+
+qmm::ScalarType scalar_type(mx::Dtype dtype) {
+  if (dtype == mx::bfloat16) return qmm::ScalarType::bfloat16;
+  if (dtype == mx::float16) return qmm::ScalarType::float16;
+  return qmm::ScalarType::float32;
+}
+
+const qmm::IsaKernels& kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::avx512:
+      return qmm::avx512_kernels();
+    case Isa::avx2:
+      return qmm::avx2_kernels();
+    case Isa::scalar:
+      break;
+  }
+  return qmm::scalar_kernels();
+}
+
+// x[M, K] -> float32 in the kernel's k order (pairs of k split into even
+// and odd lanes within each chunk of 2 * interleave), plus per-group sums.
+void prepare_x(const mx::array& x, int M, int K, int group_size, int interleave, float* x_float,
+               float* group_sums) {
+  std::vector<float> row(K);
+  const int groups = K / group_size;
+  for (int m = 0; m < M; ++m) {
+    qmm::load_as_float(x.data<void>(), scalar_type(x.dtype()), static_cast<std::size_t>(m) * K, K,
+                       row.data());
+    float* dst = x_float + static_cast<std::size_t>(m) * K;
+    for (int chunk = 0; chunk < K; chunk += 2 * interleave) {
+      for (int i = 0; i < interleave; ++i) {
+        dst[chunk + i] = row[chunk + 2 * i];
+        dst[chunk + interleave + i] = row[chunk + 2 * i + 1];
+      }
+    }
+    for (int g = 0; g < groups; ++g) {
+      float sum = 0.0f;
+      for (int k = g * group_size; k < (g + 1) * group_size; ++k) sum += row[k];
+      group_sums[static_cast<std::size_t>(m) * groups + g] = sum;
+    }
+  }
+}
+
+void run_quantized_matmul(const mx::array& x, const mx::array& w, const mx::array& scales,
+                          const mx::array& biases, mx::array& out, int group_size, int bits) {
+  const int K = x.shape(-1);
+  const int M = static_cast<int>(x.size() / K);
+  const int N = w.shape(0);
+  const qmm::IsaKernels& isa = kernels_for(active_isa());
+  const int interleave = bits == 4 ? isa.interleave : 1;
+  std::vector<float> x_float(static_cast<std::size_t>(M) * K);
+  std::vector<float> group_sums(static_cast<std::size_t>(M) * (K / group_size));
+  prepare_x(x, M, K, group_size, interleave, x_float.data(), group_sums.data());
+
+  qmm::Problem problem{x_float.data(),
+                       group_sums.data(),
+                       w.data<std::uint8_t>(),
+                       scales.data<void>(),
+                       biases.data<void>(),
+                       scalar_type(scales.dtype()),
+                       out.data<void>(),
+                       scalar_type(out.dtype()),
+                       M,
+                       N,
+                       K,
+                       group_size,
+                       bits};
+  const bool decode = M <= kGemvMaxRows;
+  auto kernel = decode ? isa.gemv : isa.gemm;
+  // Decode splits N into a few ranges per thread (claimed dynamically, so a
+  // busy core does less); prefill hands out whole weight panels.
+  auto& pool = ThreadPool::shared();
+  const int align = decode ? 8 : isa.column_block;
+  const int units = (N + align - 1) / align;
+  const int tasks = std::min(units, pool.thread_count() * (decode ? 4 : 8));
+  pool.parallel_for(tasks, [&](int task) {
+    Range range = split_range(N, tasks, task, align);
+    if (range.begin < range.end) kernel(problem, range.begin, range.end);
+  });
+}
+
+class QuantizedMatmulFast : public FallbackPrimitive {
+ public:
+  QuantizedMatmulFast(mx::Stream stream, Fallback fallback, int group_size, int bits)
+      : FallbackPrimitive(stream, std::move(fallback)), group_size_(group_size), bits_(bits) {}
+
+  void eval_cpu(const Arrays& inputs, Arrays& outputs) override {
+    dispatch(inputs, outputs,
+             [group_size = group_size_, bits = bits_](const Arrays& in, Arrays& out) {
+               run_quantized_matmul(in[0], in[1], in[2], in[3], out[0], group_size, bits);
+             });
+  }
+  const char* name() const override { return "QuantizedMatmulFast"; }
+  bool is_equivalent(const mx::Primitive& other) const override {
+    auto& o = static_cast<const QuantizedMatmulFast&>(other);
+    return group_size_ == o.group_size_ && bits_ == o.bits_;
+  }
+
+ private:
+  int group_size_;
+  int bits_;
+};
+
+[[noreturn]] void reject(const std::string& message) {
+  throw std::invalid_argument("[quantized_matmul_fast] " + message);
+}
+
+bool is_float_dtype(mx::Dtype dtype) {
+  return dtype == mx::float32 || dtype == mx::bfloat16 || dtype == mx::float16;
+}
+
+void validate(const mx::array& x, const mx::array& w, const mx::array& scales,
+              const mx::array& biases, int group_size, int bits) {
+  std::ostringstream msg;
+  if (bits != 4 && bits != 8) reject("bits is " + std::to_string(bits) + ", expected 4 or 8");
+  if (group_size != 32 && group_size != 64 && group_size != 128) {
+    reject("group_size is " + std::to_string(group_size) + ", expected 32, 64 or 128");
+  }
+  if (!is_float_dtype(x.dtype()) || x.ndim() < 1)
+    reject("x must be float32/bfloat16/float16 [..., K]");
+  if (w.dtype() != mx::uint32 || w.ndim() != 2)
+    reject("w must be a 2-D uint32 array [N, K * bits / 32]");
+  if (!is_float_dtype(scales.dtype()) || biases.dtype() != scales.dtype()) {
+    reject("scales and biases must share one float dtype");
+  }
+  const int K = x.shape(-1);
+  const int N = w.shape(0);
+  if (w.shape(1) * 32 / bits != K) {
+    msg << "w has " << w.shape(1) << " packed columns (K = " << w.shape(1) * 32 / bits << " at "
+        << bits << " bits), x has K = " << K;
+    reject(msg.str());
+  }
+  if (K % group_size != 0) reject("K = " + std::to_string(K) + " is not a multiple of group_size");
+  mx::Shape expected{N, K / group_size};
+  if (scales.shape() != expected || biases.shape() != expected) {
+    msg << "scales/biases have shapes " << scales.shape() << "/" << biases.shape() << ", expected "
+        << expected;
+    reject(msg.str());
+  }
+}
+
+// Evaluated, row-contiguous arrays pass as they are; others get a
+// Contiguous node (free when the result is already row-contiguous).
+mx::array row_contiguous(const mx::array& a, mx::StreamOrDevice s) {
+  if (a.is_available() && a.flags().row_contiguous) return a;
+  return mx::contiguous(a, false, s);
+}
+
+}  // namespace
+
+mx::array quantized_matmul_fast(const mx::array& x, const mx::array& w, const mx::array& scales,
+                                const mx::array& biases, int group_size, int bits,
+                                mx::StreamOrDevice s) {
+  validate(x, w, scales, biases, group_size, bits);
+  auto fallback = [group_size, bits, s](const std::vector<mx::array>& in) {
+    return std::vector<mx::array>{
+        mx::quantized_matmul(in[0], in[1], in[2], in[3], true, group_size, bits, "affine", s)};
+  };
+  auto stream = mx::to_stream(s);
+  if (stream.device != mx::Device::cpu) return fallback({x, w, scales, biases})[0];
+  auto out_shape = x.shape();
+  out_shape.back() = w.shape(0);
+  auto dtype = mx::promote_types(x.dtype(), scales.dtype());
+  return mx::array(std::move(out_shape), dtype,
+                   std::make_shared<QuantizedMatmulFast>(stream, fallback, group_size, bits),
+                   {row_contiguous(x, s), row_contiguous(w, s), row_contiguous(scales, s),
+                    row_contiguous(biases, s)});
+}
+
+void set_kernel_threads(int count) {
+  ThreadPool::shared().set_thread_count(count);
+}
+
+int kernel_threads() {
+  return ThreadPool::shared().thread_count();
+}
+
+}  // namespace mlx_cpp::kernels

@@ -1,0 +1,149 @@
+#include "kernels/thread_pool.h"
+
+#include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace mlx_cpp::kernels {
+
+namespace {
+
+// How long a worker spins on the generation counter before sleeping. A
+// decode step runs a few hundred kernels of tens of microseconds each; a
+// condition-variable wake-up costs about as much as one such kernel.
+constexpr auto kSpinDuration = std::chrono::microseconds(200);
+
+thread_local bool inside_pool_task = false;
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+int hardware_cores() {
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+ThreadPool& ThreadPool::shared() {
+  static ThreadPool pool(hardware_cores());
+  return pool;
+}
+
+ThreadPool::ThreadPool(int thread_count) {
+  start_workers(std::max(1, thread_count) - 1);
+}
+
+ThreadPool::~ThreadPool() {
+  stop_workers();
+}
+
+void ThreadPool::set_thread_count(int count) {
+  if (count < 1) count = hardware_cores();
+  std::lock_guard<std::mutex> busy(busy_);
+  if (count == thread_count()) return;
+  stop_workers();
+  start_workers(count - 1);
+}
+
+void ThreadPool::start_workers(int worker_count) {
+  stopping_ = false;
+  for (int i = 0; i < worker_count; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+void ThreadPool::stop_workers() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& worker : workers_) worker.join();
+  workers_.clear();
+}
+
+ThreadPool::Wake ThreadPool::wait_for_new_job(std::uint64_t& seen_generation) {
+  auto spin_until = std::chrono::steady_clock::now() + kSpinDuration;
+  for (int spins = 0; generation_.load(std::memory_order_acquire) == seen_generation; ++spins) {
+    cpu_relax();
+    if ((spins & 255) == 255 && std::chrono::steady_clock::now() > spin_until) break;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait(lock, [&] { return generation_.load() != seen_generation; });
+  seen_generation = generation_.load();
+  if (stopping_) return Wake::stop;
+  if (job_ == nullptr) return Wake::nothing;  // woke after the job was finished
+  active_workers_.fetch_add(1);
+  return Wake::joined;
+}
+
+void ThreadPool::worker_loop() {
+  inside_pool_task = true;
+  std::uint64_t seen_generation = generation_.load();
+  while (true) {
+    Wake wake = wait_for_new_job(seen_generation);
+    if (wake == Wake::stop) return;
+    if (wake == Wake::nothing) continue;
+    run_claimed_tasks();
+    active_workers_.fetch_sub(1, std::memory_order_release);
+  }
+}
+
+void ThreadPool::run_claimed_tasks() {
+  const auto& task = *job_;
+  for (int i = next_task_.fetch_add(1); i < task_count_; i = next_task_.fetch_add(1)) {
+    try {
+      task(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      if (!first_error_) first_error_ = std::current_exception();
+    }
+    tasks_left_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::parallel_for(int task_count, const std::function<void(int)>& task) {
+  if (task_count <= 0) return;
+  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+  if (task_count == 1 || workers_.empty() || inside_pool_task || !busy.owns_lock()) {
+    for (int i = 0; i < task_count; ++i) task(i);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = &task;
+    task_count_ = task_count;
+    next_task_.store(0);
+    tasks_left_.store(task_count);
+    first_error_ = nullptr;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  inside_pool_task = true;
+  run_claimed_tasks();
+  inside_pool_task = false;
+  while (tasks_left_.load(std::memory_order_acquire) > 0) cpu_relax();
+  // No worker may still be inside run_claimed_tasks when job_ goes away.
+  while (true) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (active_workers_.load(std::memory_order_acquire) == 0) {
+      job_ = nullptr;
+      break;
+    }
+  }
+  if (first_error_) std::rethrow_exception(first_error_);
+}
+
+Range split_range(int count, int parts, int index, int align) {
+  int units = (count + align - 1) / align;
+  int begin = static_cast<int>(static_cast<long long>(units) * index / parts) * align;
+  int end = static_cast<int>(static_cast<long long>(units) * (index + 1) / parts) * align;
+  return {std::min(begin, count), std::min(end, count)};
+}
+
+}  // namespace mlx_cpp::kernels

@@ -1,0 +1,46 @@
+#pragma once
+// Helpers shared by the kernel tests: error measurement against a fallback
+// and running a check under each SIMD level the machine supports.
+#include <mlx/mlx.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+
+namespace mlx_cpp::kernels::testing {
+
+struct ErrorStats {
+  double max_abs = 0.0;       // max |actual - expected|
+  double max_rel = 0.0;       // max |actual - expected| / max |expected|
+  double max_expected = 0.0;  // max |expected|
+};
+
+// Both arrays are cast to float32 before comparing; shapes must match.
+ErrorStats measure_error(const mlx::core::array& actual, const mlx::core::array& expected);
+
+// Keeps the worst error over many cases and prints it at the end, so test
+// logs state the bounds that the assertions check.
+class ErrorReport {
+ public:
+  explicit ErrorReport(std::string name) : name_(std::move(name)) {}
+  ~ErrorReport();
+  void add(const ErrorStats& stats);
+
+ private:
+  std::string name_;
+  ErrorStats worst_;
+  int cases_ = 0;
+};
+
+// SIMD levels available here, from the portable one up.
+std::vector<Isa> available_isas();
+
+// Runs `check` under each available SIMD level, restoring the limit after.
+void for_each_isa(const std::function<void(Isa)>& check);
+
+mlx::core::array random_normal(const mlx::core::Shape& shape, mlx::core::Dtype dtype, float scale,
+                               int seed);
+
+}  // namespace mlx_cpp::kernels::testing

@@ -1,0 +1,165 @@
+// quantized_matmul_fast against mlx::core::quantized_matmul on random
+// inputs: every SIMD level here, 4 and 8 bits, groups 32/64/128, decode and
+// prefill row counts, all x / scale dtypes. The reference is the stock op
+// evaluated in float32 (inputs upcast exactly), so the measured error is
+// the fast kernel's own: summation order, plus the output rounding of
+// bfloat16 / float16 results.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <tuple>
+
+#include "kernel_test_util.h"
+#include "kernels/kernels.h"
+
+namespace mlx_cpp::kernels {
+namespace {
+
+namespace mx = mlx::core;
+using testing::ErrorReport;
+using testing::for_each_isa;
+using testing::measure_error;
+using testing::random_normal;
+
+struct QuantizedWeights {
+  mx::array w, scales, biases;
+};
+
+QuantizedWeights make_weights(int N, int K, int group_size, int bits, mx::Dtype scale_dtype,
+                              int seed) {
+  auto w = random_normal({N, K}, scale_dtype, 0.05f, seed);
+  auto q = mx::quantize(w, group_size, bits);
+  mx::eval(q);
+  return {q[0], q[1], q[2]};
+}
+
+mx::array stock_in_float32(const mx::array& x, const QuantizedWeights& q, int group_size,
+                           int bits) {
+  return mx::quantized_matmul(mx::astype(x, mx::float32), q.w, mx::astype(q.scales, mx::float32),
+                              mx::astype(q.biases, mx::float32), true, group_size, bits);
+}
+
+// Bound on max |fast - reference| / max |reference|: float32 summation
+// order, or one rounding of the output (plus a little order noise).
+double tolerance_for(mx::Dtype out_dtype) {
+  if (out_dtype == mx::bfloat16) return 1.0 / 128;
+  if (out_dtype == mx::float16) return 1.0 / 1024;
+  return 2e-6;
+}
+
+struct Case {
+  int M, N, K;
+};
+
+const Case kCases[] = {{1, 37, 384}, {2, 64, 640}, {3, 8, 128},   {4, 100, 256},
+                       {5, 33, 384}, {9, 70, 256}, {17, 65, 640}, {64, 96, 384}};
+
+const std::pair<mx::Dtype, mx::Dtype> kDtypes[] = {{mx::float32, mx::float32},
+                                                   {mx::bfloat16, mx::bfloat16},
+                                                   {mx::float16, mx::float16},
+                                                   {mx::float32, mx::bfloat16},
+                                                   {mx::bfloat16, mx::float16}};
+
+void check_case(const Case& c, int group_size, int bits, std::pair<mx::Dtype, mx::Dtype> dtypes,
+                int seed, ErrorReport& f32_report, ErrorReport& half_report) {
+  auto [x_dtype, scale_dtype] = dtypes;
+  auto q = make_weights(c.N, c.K, group_size, bits, scale_dtype, seed);
+  auto x = random_normal({c.M, c.K}, x_dtype, 1.0f, seed + 1);
+  auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits);
+  auto stock = mx::quantized_matmul(x, q.w, q.scales, q.biases, true, group_size, bits);
+  ASSERT_EQ(fast.dtype(), stock.dtype());
+  ASSERT_EQ(fast.shape(), stock.shape());
+  auto reference = stock_in_float32(x, q, group_size, bits);
+  auto stats = measure_error(fast, reference);
+  (fast.dtype() == mx::float32 ? f32_report : half_report).add(stats);
+  // For context in the log: the stock op's own error against the same
+  // reference (its output rounding).
+  static ErrorReport stock_half_report("stock quantized_matmul bfloat16/float16 output (context)");
+  if (fast.dtype() != mx::float32) stock_half_report.add(measure_error(stock, reference));
+  EXPECT_LE(stats.max_rel, tolerance_for(fast.dtype()))
+      << "M=" << c.M << " N=" << c.N << " K=" << c.K << " group=" << group_size << " bits=" << bits
+      << " x=" << x_dtype << " scales=" << scale_dtype << " isa=" << isa_name(active_isa());
+}
+
+TEST(QuantizedMatmulFast, MatchesStockOnRandomShapes) {
+  ErrorReport f32_report("quantized_matmul_fast float32 output");
+  ErrorReport half_report("quantized_matmul_fast bfloat16/float16 output");
+  for_each_isa([&](Isa) {
+    int seed = 0;
+    for (int bits : {4, 8}) {
+      for (int group_size : {32, 64, 128}) {
+        for (const auto& c : kCases) {
+          if (c.K % group_size != 0) continue;
+          auto dtypes = kDtypes[seed % std::size(kDtypes)];
+          check_case(c, group_size, bits, dtypes, ++seed, f32_report, half_report);
+        }
+      }
+    }
+  });
+}
+
+TEST(QuantizedMatmulFast, AllDtypeCombinationsOnDecodeAndPrefill) {
+  ErrorReport f32_report("quantized_matmul_fast dtype sweep float32 output");
+  ErrorReport half_report("quantized_matmul_fast dtype sweep bfloat16/float16 output");
+  int seed = 100;
+  for (auto x_dtype : {mx::float32, mx::bfloat16, mx::float16}) {
+    for (auto scale_dtype : {mx::float32, mx::bfloat16, mx::float16}) {
+      for (int M : {1, 24}) {
+        check_case({M, 48, 576}, 32, 4, {x_dtype, scale_dtype}, ++seed, f32_report, half_report);
+      }
+    }
+  }
+}
+
+TEST(QuantizedMatmulFast, BatchedAndNonContiguousX) {
+  auto q = make_weights(40, 256, 64, 4, mx::float32, 7);
+  auto x = random_normal({2, 3, 256}, mx::float32, 1.0f, 8);
+  auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, 64, 4);
+  EXPECT_EQ(fast.shape(), (mx::Shape{2, 3, 40}));
+  EXPECT_LE(measure_error(fast, stock_in_float32(x, q, 64, 4)).max_rel, 2e-6);
+
+  auto x_t = mx::transpose(random_normal({256, 6}, mx::float32, 1.0f, 9));  // [6, 256] strided
+  auto fast_t = quantized_matmul_fast(x_t, q.w, q.scales, q.biases, 64, 4);
+  EXPECT_LE(measure_error(fast_t, stock_in_float32(x_t, q, 64, 4)).max_rel, 2e-6);
+}
+
+TEST(QuantizedMatmulFast, ThreadCountsGiveTheSameResult) {
+  auto q = make_weights(200, 512, 32, 8, mx::bfloat16, 11);
+  auto x = random_normal({12, 512}, mx::float32, 1.0f, 12);
+  set_kernel_threads(1);
+  auto one = quantized_matmul_fast(x, q.w, q.scales, q.biases, 32, 8);
+  mx::eval(one);
+  set_kernel_threads(3);
+  auto three = quantized_matmul_fast(x, q.w, q.scales, q.biases, 32, 8);
+  mx::eval(three);
+  set_kernel_threads(0);
+  EXPECT_EQ(measure_error(one, three).max_abs, 0.0);  // columns never split along k
+}
+
+TEST(QuantizedMatmulFast, RejectsBadInputsNamingTheOp) {
+  auto q = make_weights(16, 128, 32, 4, mx::float32, 13);
+  auto x = random_normal({1, 128}, mx::float32, 1.0f, 14);
+  auto expect_rejected = [](auto&& call, const std::string& fragment) {
+    try {
+      call();
+      ADD_FAILURE() << "expected rejection mentioning " << fragment;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("[quantized_matmul_fast]"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_rejected([&] { quantized_matmul_fast(x, q.w, q.scales, q.biases, 32, 3); }, "bits is 3");
+  expect_rejected([&] { quantized_matmul_fast(x, q.w, q.scales, q.biases, 16, 4); },
+                  "group_size is 16");
+  auto x_wrong = random_normal({1, 96}, mx::float32, 1.0f, 15);
+  expect_rejected([&] { quantized_matmul_fast(x_wrong, q.w, q.scales, q.biases, 32, 4); },
+                  "x has K = 96");
+  expect_rejected([&] { quantized_matmul_fast(x, q.w, q.scales, q.biases, 64, 4); },
+                  "expected (16,2)");
+  auto biases_f16 = mx::astype(q.biases, mx::float16);
+  expect_rejected([&] { quantized_matmul_fast(x, q.w, q.scales, biases_f16, 32, 4); },
+                  "share one float dtype");
+}
+
+}  // namespace
+}  // namespace mlx_cpp::kernels
