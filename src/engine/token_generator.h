@@ -1,0 +1,63 @@
+#pragma once
+// The decode loop, one visible function like mlx-lm's generate_step: the
+// prompt is prefilled in chunks (only the caches are evaluated), the last
+// prompt token produces the first logits, and step n+1 is scheduled with
+// async_eval before token n is read, so the host never waits on an idle
+// device.
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <mlx/array.h>
+
+#include "model/language_model.h"
+#include "model/logits_processors.h"
+#include "model/sampler.h"
+
+namespace mlx_cpp {
+
+struct GenerationOptions {
+  int max_tokens = 256;
+  int prefill_step_size = 2048;
+  SamplerOptions sampler;
+  PenaltyOptions penalties;
+};
+
+struct GeneratedToken {
+  int id = 0;
+  mlx::core::array logprobs;  // [vocab], after processors, log-softmaxed
+};
+
+enum class FinishReason { none, stop, length, cancelled };
+
+struct GenerationStats {
+  int prompt_tokens = 0;
+  int generated_tokens = 0;
+  double prompt_seconds = 0;      // until the first token is available
+  double generation_seconds = 0;  // from the first token to the last
+  size_t peak_memory_bytes = 0;
+  FinishReason finish_reason = FinishReason::none;
+  double prompt_tokens_per_second() const;
+  double generation_tokens_per_second() const;
+};
+
+// Sees the logits of every step after the processors (tests use it to
+// compare with mlx-lm's own loop).
+using LogitsObserver = std::function<void(const mlx::core::array& logits)>;
+// Receives each token; returning false stops generation (stop strings,
+// cancelled clients).
+using TokenCallback = std::function<bool(const GeneratedToken& token)>;
+
+// Runs generation on `caches` (which may already hold a prefix: then
+// `prompt` holds only the new tokens and `history` the tokens before them,
+// for penalties). Stops at an EOS id, max_tokens, or when the callback
+// returns false.
+GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
+                                const std::vector<int>& prompt, const GenerationOptions& options,
+                                const std::vector<int>& eos_token_ids,
+                                const TokenCallback& on_token,
+                                const std::vector<int>& history = {},
+                                const LogitsObserver& observe_logits = {});
+
+}  // namespace mlx_cpp

@@ -1,0 +1,60 @@
+#include "model/activations.h"
+
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include <mlx/compile.h>
+#include <mlx/ops.h>
+
+namespace mlx_cpp {
+namespace mx = mlx::core;
+namespace {
+
+// A Python float meeting an array: a weak scalar that takes the array's dtype.
+mx::array scalar_like(double value, const mx::array& like) {
+  return mx::array(static_cast<float>(value), like.dtype());
+}
+
+std::vector<mx::array> swiglu_graph(const std::vector<mx::array>& inputs) {
+  const auto& gate = inputs[0];
+  auto silu = mx::multiply(gate, mx::sigmoid(gate));
+  return {mx::multiply(silu, inputs[1])};
+}
+
+std::vector<mx::array> gelu_approx_graph(const std::vector<mx::array>& inputs) {
+  const auto& x = inputs[0];
+  auto half_x = mx::multiply(scalar_like(0.5, x), x);
+  auto cubed = mx::power(x, mx::array(3, x.dtype()));
+  auto inner = mx::add(x, mx::multiply(scalar_like(0.044715, x), cubed));
+  auto scaled = mx::multiply(scalar_like(std::sqrt(2 / std::numbers::pi), x), inner);
+  return {mx::multiply(half_x, mx::add(scalar_like(1.0, x), mx::tanh(scaled)))};
+}
+
+std::vector<mx::array> clip_residual_graph(const std::vector<mx::array>& inputs) {
+  const auto& x = inputs[0];
+  const auto& y = inputs[1];
+  if (x.dtype() != mx::float16) return {mx::add(x, y)};
+  const float bound = 65504.0f;  // float16 max
+  auto sum = mx::add(mx::astype(x, mx::float32), mx::astype(y, mx::float32));
+  return {mx::astype(mx::clip(sum, mx::array(-bound), mx::array(bound)), mx::float16)};
+}
+
+}  // namespace
+
+mx::array swiglu(const mx::array& gate, const mx::array& up) {
+  static auto compiled = mx::compile(swiglu_graph, /*shapeless=*/true);
+  return compiled({gate, up})[0];
+}
+
+mx::array gelu_approx(const mx::array& x) {
+  static auto compiled = mx::compile(gelu_approx_graph, /*shapeless=*/true);
+  return compiled({x})[0];
+}
+
+mx::array clip_residual(const mx::array& x, const mx::array& y) {
+  static auto compiled = mx::compile(clip_residual_graph, /*shapeless=*/true);
+  return compiled({x, y})[0];
+}
+
+}  // namespace mlx_cpp

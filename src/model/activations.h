@@ -1,0 +1,16 @@
+#pragma once
+// Gated MLP activations and the gemma residual, compiled with mx::compile
+// exactly as mlx-lm compiles them (shapeless), so the fused CPU kernels and
+// therefore every rounding step match the reference.
+#include <mlx/array.h>
+
+namespace mlx_cpp {
+
+// silu(gate) * up, silu(x) = x * sigmoid(x)
+mlx::core::array swiglu(const mlx::core::array& gate, const mlx::core::array& up);
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+mlx::core::array gelu_approx(const mlx::core::array& x);
+// x + y; for float16, added in float32 and clipped to the float16 range.
+mlx::core::array clip_residual(const mlx::core::array& x, const mlx::core::array& y);
+
+}  // namespace mlx_cpp

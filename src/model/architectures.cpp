@@ -1,0 +1,162 @@
+#include "model/architectures.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "io/error.h"
+#include "model/config_reader.h"
+
+namespace mlx_cpp {
+namespace {
+
+using Builder = std::function<TransformerSpec(const ConfigReader&)>;
+
+float inverse_sqrt(double value) { return static_cast<float>(std::pow(value, -0.5)); }
+
+// The fields every llama-family config shares.
+TransformerSpec common_fields(const ConfigReader& config) {
+  TransformerSpec spec;
+  spec.hidden_size = config.required_int("hidden_size");
+  spec.num_layers = config.required_int("num_hidden_layers");
+  spec.intermediate_size = config.required_int("intermediate_size");
+  spec.num_heads = config.required_int("num_attention_heads");
+  spec.vocab_size = config.required_int("vocab_size");
+  spec.norm_eps = static_cast<float>(config.required_number("rms_norm_eps"));
+  spec.num_kv_heads = config.int_or("num_key_value_heads", spec.num_heads);
+  spec.max_position_embeddings = config.optional_int("max_position_embeddings");
+  spec.layer_is_sliding.assign(spec.num_layers, false);
+  return spec;
+}
+
+void finish_attention(TransformerSpec& spec) {
+  if (spec.num_heads % spec.num_kv_heads != 0)
+    throw Error("config.json: num_attention_heads " + std::to_string(spec.num_heads) +
+                " is not a multiple of num_key_value_heads " + std::to_string(spec.num_kv_heads));
+  spec.attention_scale = inverse_sqrt(spec.head_dim);
+  spec.local_rope = spec.global_rope;
+}
+
+TransformerSpec llama(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.head_dim = config.int_or("head_dim", spec.hidden_size / spec.num_heads);
+  spec.qkv_bias = spec.output_bias = config.bool_or("attention_bias", false);
+  spec.mlp_bias = config.bool_or("mlp_bias", false);
+  spec.global_rope = {float(config.number_or("rope_theta", 10000)),
+                      config.bool_or("rope_traditional", false),
+                      config.object_or_null("rope_scaling")};
+  spec.tied_head = config.bool_or("tie_word_embeddings", true) ? TiedHead::tied : TiedHead::untied;
+  finish_attention(spec);
+  if (config.has("layer_types")) {
+    const auto& types = config.raw()["layer_types"];
+    if (!types.is_array() || static_cast<int>(types.size()) != spec.num_layers)
+      throw Error("config.json: layer_types must list one type per layer");
+    for (int i = 0; i < spec.num_layers; ++i)
+      spec.layer_is_sliding[i] = types[i] == "sliding_attention";
+    spec.sliding_window = config.optional_int("sliding_window");
+  }
+  return spec;
+}
+
+TransformerSpec qwen2(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.qkv_bias = true;
+  spec.global_rope = {float(config.number_or("rope_theta", 1000000)),
+                      config.bool_or("rope_traditional", false),
+                      config.object_or_null("rope_scaling")};
+  spec.max_position_embeddings = config.int_or("max_position_embeddings", 32768);
+  spec.tied_head = config.bool_or("tie_word_embeddings", true) ? TiedHead::tied : TiedHead::untied;
+  finish_attention(spec);
+  return spec;
+}
+
+TransformerSpec qwen3(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = config.required_int("head_dim");
+  spec.max_position_embeddings = config.required_int("max_position_embeddings");
+  spec.qk_norm = true;
+  // transformers >= 5 nests rope_theta / rope_scaling under rope_parameters.
+  const auto& parameters = config.object_or_null("rope_parameters");
+  nlohmann::json scaling = config.object_or_null("rope_scaling");
+  std::optional<double> theta;
+  if (config.has("rope_theta")) theta = config.required_number("rope_theta");
+  if (!parameters.is_null()) {
+    if (!theta && parameters.contains("rope_theta")) theta = parameters["rope_theta"].get<double>();
+    if (scaling.is_null()) scaling = parameters;
+  }
+  if (!theta) throw Error("config.json (model_type qwen3): rope_theta is missing");
+  spec.global_rope = {float(*theta), false, scaling};
+  spec.tied_head = config.required_bool("tie_word_embeddings") ? TiedHead::tied : TiedHead::untied;
+  finish_attention(spec);
+  return spec;
+}
+
+TransformerSpec gemma3_text(const ConfigReader& config) {
+  TransformerSpec spec;
+  spec.hidden_size = config.int_or("hidden_size", 1152);
+  spec.num_layers = config.int_or("num_hidden_layers", 26);
+  spec.intermediate_size = config.int_or("intermediate_size", 6912);
+  spec.num_heads = config.int_or("num_attention_heads", 4);
+  spec.head_dim = config.int_or("head_dim", 256);
+  spec.norm_eps = float(config.number_or("rms_norm_eps", 1e-6));
+  spec.vocab_size = config.int_or("vocab_size", 262144);
+  spec.num_kv_heads = config.int_or("num_key_value_heads", 1);
+  spec.max_position_embeddings = config.int_or("max_position_embeddings", 32768);
+  spec.qk_norm = spec.sandwich_norms = true;
+  spec.norm_style = NormStyle::one_plus_weight;
+  spec.activation = GatedActivation::gelu_approx;
+  spec.tied_head = TiedHead::if_head_missing;
+  spec.global_rope = {float(config.number_or("rope_theta", 1000000)), false,
+                      config.object_or_null("rope_scaling")};
+  finish_attention(spec);
+  spec.attention_scale = inverse_sqrt(config.number_or("query_pre_attn_scalar", 256));
+  spec.local_rope = {float(config.number_or("rope_local_base_freq", 10000)), false, nullptr};
+  spec.embedding_scale = static_cast<float>(std::sqrt(double(spec.hidden_size)));
+  spec.sliding_window = config.int_or("sliding_window", 512);
+  int pattern = config.int_or("sliding_window_pattern", 6);
+  spec.layer_is_sliding.resize(spec.num_layers);
+  for (int i = 0; i < spec.num_layers; ++i) spec.layer_is_sliding[i] = (i + 1) % pattern != 0;
+  return spec;
+}
+
+const std::vector<std::pair<std::string, Builder>>& table() {
+  static const std::vector<std::pair<std::string, Builder>> builders = {
+      {"llama", llama}, {"qwen2", qwen2}, {"qwen3", qwen3}, {"gemma3_text", gemma3_text}};
+  return builders;
+}
+
+}  // namespace
+
+std::vector<std::string> supported_model_types() {
+  std::vector<std::string> names;
+  for (const auto& [name, builder] : table()) names.push_back(name);
+  return names;
+}
+
+std::string remap_model_type(const std::string& model_type) {
+  static const std::map<std::string, std::string> remapping = {{"mistral", "llama"},
+                                                               {"iquestcoder", "llama"}};
+  auto found = remapping.find(model_type);
+  return found == remapping.end() ? model_type : found->second;
+}
+
+TransformerSpec build_transformer_spec(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
+    throw Error("config.json has no string 'model_type'");
+  auto model_type = remap_model_type(config["model_type"].get<std::string>());
+  for (const auto& [name, builder] : table()) {
+    if (name != model_type) continue;
+    auto spec = builder(ConfigReader(config));
+    spec.model_type = model_type;
+    return spec;
+  }
+  std::string list;
+  for (const auto& name : supported_model_types()) list += (list.empty() ? "" : ", ") + name;
+  throw Error("unsupported model_type '" + config["model_type"].get<std::string>() +
+              "' (supported: " + list + "; mistral and iquestcoder map to llama)");
+}
+
+}  // namespace mlx_cpp

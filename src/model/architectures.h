@@ -1,0 +1,25 @@
+#pragma once
+// The descriptor table: one short builder per supported model_type turns a
+// config.json into a TransformerSpec. Adding an architecture of the llama
+// family is one entry here; a model that needs its own graph gets a dedicated
+// module instead, and dispatch tries that first.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/transformer_spec.h"
+
+namespace mlx_cpp {
+
+// model_type values after mlx-lm's remapping, in table order.
+std::vector<std::string> supported_model_types();
+
+// Applies mlx-lm's MODEL_REMAPPING (mistral → llama, ...).
+std::string remap_model_type(const std::string& model_type);
+
+// Builds the spec for config["model_type"]; throws Error listing the
+// supported types for an unknown one, or naming a missing/invalid field.
+TransformerSpec build_transformer_spec(const nlohmann::json& config);
+
+}  // namespace mlx_cpp

@@ -1,0 +1,31 @@
+#pragma once
+// Typed access to config.json fields with errors that name the field, the
+// expected type and the model type.
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace mlx_cpp {
+
+class ConfigReader {
+ public:
+  explicit ConfigReader(const nlohmann::json& config);
+
+  int required_int(const char* key) const;
+  int int_or(const char* key, int fallback) const;
+  std::optional<int> optional_int(const char* key) const;
+  double required_number(const char* key) const;
+  double number_or(const char* key, double fallback) const;
+  bool bool_or(const char* key, bool fallback) const;
+  bool required_bool(const char* key) const;
+  bool has(const char* key) const;
+  const nlohmann::json& object_or_null(const char* key) const;
+  const nlohmann::json& raw() const { return config_; }
+
+ private:
+  [[noreturn]] void fail(const char* key, const char* expected) const;
+  const nlohmann::json& config_;
+};
+
+}  // namespace mlx_cpp

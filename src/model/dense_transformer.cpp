@@ -1,0 +1,164 @@
+#include "model/dense_transformer.h"
+
+#include <mlx/fast.h>
+#include <mlx/ops.h>
+
+#include "model/activations.h"
+#include "model/weight_store.h"
+
+namespace mlx_cpp {
+namespace mx = mlx::core;
+
+mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
+                                KvCache& cache) const {
+  const int batch = x.shape(0), length = x.shape(1);
+  auto split_heads = [&](const mx::array& t, int heads, const std::optional<RmsNorm>& norm) {
+    auto shaped = mx::reshape(t, {batch, length, heads, -1});  // [B, L, H, D]
+    if (norm) shaped = (*norm)(shaped);
+    return mx::transpose(shaped, {0, 2, 1, 3});  // [B, H, L, D]
+  };
+  auto queries = split_heads(q_proj(x), num_heads, q_norm);
+  auto keys = split_heads(k_proj(x), num_kv_heads, k_norm);
+  auto values = split_heads(v_proj(x), num_kv_heads, std::nullopt);
+
+  const int offset = cache.offset();
+  queries = rope.apply(queries, offset);
+  keys = rope.apply(keys, offset);
+  auto [all_keys, all_values] = cache.update_and_fetch(keys, values);
+
+  std::string mode;
+  std::optional<mx::array> mask_array;
+  if (mask.kind == AttentionMask::Kind::causal) mode = "causal";
+  if (mask.kind == AttentionMask::Kind::array) {
+    mode = "array";
+    mask_array = mask.mask;
+  }
+  auto output =
+      mx::fast::scaled_dot_product_attention(queries, all_keys, all_values, scale, mode, mask_array);
+  output = mx::reshape(mx::transpose(output, {0, 2, 1, 3}), {batch, length, -1});
+  return o_proj(output);
+}
+
+mx::array GatedMlp::operator()(const mx::array& x) const {
+  auto gate = gate_proj(x);
+  auto up = up_proj(x);
+  if (activation == GatedActivation::gelu_approx)
+    return down_proj(mx::multiply(gelu_approx(gate), up));
+  return down_proj(swiglu(gate, up));
+}
+
+mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& mask,
+                                       KvCache& cache) const {
+  auto attended = attention(input_norm(x), mask, cache);
+  if (pre_feedforward_norm) {  // sandwich norms (gemma)
+    auto h = clip_residual(x, post_attention_norm(attended));
+    auto mlp_out = mlp((*pre_feedforward_norm)(h));
+    return clip_residual(h, (*post_feedforward_norm)(mlp_out));
+  }
+  auto h = mx::add(x, attended);
+  return mx::add(h, mlp(post_attention_norm(h)));
+}
+
+DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
+                                   const QuantizationConfig& quantization)
+    : spec_(std::move(spec)) {
+  embed_tokens_ = Embedding::load(weights, quantization, "model.embed_tokens", spec_.vocab_size,
+                                  spec_.hidden_size);
+  for (int i = 0; i < spec_.num_layers; ++i)
+    layers_.push_back(load_block(weights, quantization, i));
+  final_norm_ =
+      RmsNorm::load(weights, "model.norm", spec_.hidden_size, spec_.norm_eps, spec_.norm_style);
+  bool tied = spec_.tied_head == TiedHead::tied ||
+              (spec_.tied_head == TiedHead::if_head_missing && !weights.contains("lm_head.weight"));
+  if (tied)
+    weights.discard("lm_head.weight");  // mlx-lm drops a redundant head of tied models
+  else
+    lm_head_ = Linear::load(weights, quantization, "lm_head", spec_.hidden_size, spec_.vocab_size,
+                            false);
+  const size_t hidden = spec_.hidden_size, kv = size_t(spec_.num_kv_heads) * spec_.head_dim;
+  const size_t q = size_t(spec_.num_heads) * spec_.head_dim;
+  const size_t per_layer = hidden * (q + 2 * kv) + q * hidden +
+                           3 * hidden * size_t(spec_.intermediate_size);
+  parameter_count_ = per_layer * spec_.num_layers + size_t(spec_.vocab_size) * hidden * (tied ? 1 : 2);
+}
+
+TransformerBlock DenseTransformer::load_block(WeightStore& weights,
+                                              const QuantizationConfig& quantization,
+                                              int index) const {
+  const auto prefix = "model.layers." + std::to_string(index) + ".";
+  const int hidden = spec_.hidden_size, head_dim = spec_.head_dim;
+  const int q_dims = spec_.num_heads * head_dim, kv_dims = spec_.num_kv_heads * head_dim;
+  auto linear = [&](const std::string& name, int in, int out, bool bias) {
+    return Linear::load(weights, quantization, prefix + name, in, out, bias);
+  };
+  auto norm = [&](const std::string& name, int dims) {
+    return RmsNorm::load(weights, prefix + name, dims, spec_.norm_eps, spec_.norm_style);
+  };
+  TransformerBlock block;
+  block.sliding = spec_.layer_is_sliding[index];
+  auto& attention = block.attention;
+  attention.q_proj = linear("self_attn.q_proj", hidden, q_dims, spec_.qkv_bias);
+  attention.k_proj = linear("self_attn.k_proj", hidden, kv_dims, spec_.qkv_bias);
+  attention.v_proj = linear("self_attn.v_proj", hidden, kv_dims, spec_.qkv_bias);
+  attention.o_proj = linear("self_attn.o_proj", q_dims, hidden, spec_.output_bias);
+  if (spec_.qk_norm) {
+    attention.q_norm = norm("self_attn.q_norm", head_dim);
+    attention.k_norm = norm("self_attn.k_norm", head_dim);
+  }
+  weights.discard(prefix + "self_attn.rotary_emb.inv_freq");
+  const auto& rope = block.sliding ? spec_.local_rope : spec_.global_rope;
+  attention.rope = make_rotary_embedding(head_dim, rope.base, rope.traditional, rope.scaling,
+                                         spec_.max_position_embeddings);
+  attention.num_heads = spec_.num_heads;
+  attention.num_kv_heads = spec_.num_kv_heads;
+  attention.scale = spec_.attention_scale;
+
+  const int ffn = spec_.intermediate_size;
+  block.mlp = {linear("mlp.gate_proj", hidden, ffn, spec_.mlp_bias),
+               linear("mlp.up_proj", hidden, ffn, spec_.mlp_bias),
+               linear("mlp.down_proj", ffn, hidden, spec_.mlp_bias), spec_.activation};
+  block.input_norm = norm("input_layernorm", hidden);
+  block.post_attention_norm = norm("post_attention_layernorm", hidden);
+  if (spec_.sandwich_norms) {
+    block.pre_feedforward_norm = norm("pre_feedforward_layernorm", hidden);
+    block.post_feedforward_norm = norm("post_feedforward_layernorm", hidden);
+  }
+  return block;
+}
+
+mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches) const {
+  auto h = embed_tokens_.lookup(tokens);  // [B, L, hidden]
+  if (spec_.embedding_scale)
+    h = mx::multiply(h, mx::astype(mx::array(*spec_.embedding_scale, mx::bfloat16), h.dtype()));
+  const int length = tokens.shape(1);
+  // One mask for global layers and one for sliding layers, each asked of
+  // the first cache of its kind.
+  AttentionMask global_mask, sliding_mask;
+  bool have_global = false, have_sliding = false;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (!layers_[i].sliding && !have_global) {
+      global_mask = caches[i]->make_mask(length, std::nullopt);
+      have_global = true;
+    } else if (layers_[i].sliding && !have_sliding) {
+      sliding_mask = caches[i]->make_mask(length, spec_.sliding_window);
+      have_sliding = true;
+    }
+  }
+  for (size_t i = 0; i < layers_.size(); ++i)
+    h = layers_[i](h, layers_[i].sliding ? sliding_mask : global_mask, *caches[i]);
+  h = (*final_norm_)(h);
+  return lm_head_ ? (*lm_head_)(h) : embed_tokens_.as_linear(h);
+}
+
+CacheList DenseTransformer::make_caches() const {
+  CacheList caches;
+  for (const auto& layer : layers_) {
+    if (layer.sliding)
+      caches.push_back(std::make_unique<RotatingKvCache>(spec_.sliding_window.value_or(4096)));
+    else
+      caches.push_back(std::make_unique<StandardKvCache>());
+  }
+  return caches;
+}
+
+}  // namespace mlx_cpp

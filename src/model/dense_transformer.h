@@ -1,0 +1,72 @@
+#pragma once
+// The generic dense decoder: one graph for the llama family, shaped by a
+// TransformerSpec (norm style, q/k norms, biases, activation, sandwich
+// norms, sliding-window layers, tied head). Reads like the maths:
+// norm → attention → residual → norm → MLP → residual.
+#include <optional>
+#include <vector>
+
+#include "model/language_model.h"
+#include "model/layers.h"
+#include "model/rope.h"
+#include "model/transformer_spec.h"
+
+namespace mlx_cpp {
+
+class WeightStore;
+
+struct Attention {
+  Linear q_proj, k_proj, v_proj, o_proj;
+  std::optional<RmsNorm> q_norm, k_norm;
+  RotaryEmbedding rope;
+  int num_heads = 0, num_kv_heads = 0;
+  float scale = 1.0f;
+
+  // x: [B, L, hidden] → [B, L, hidden]
+  mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
+                              KvCache& cache) const;
+};
+
+struct GatedMlp {
+  Linear gate_proj, up_proj, down_proj;
+  GatedActivation activation = GatedActivation::silu;
+  mlx::core::array operator()(const mlx::core::array& x) const;
+};
+
+struct TransformerBlock {
+  Attention attention;
+  GatedMlp mlp;
+  RmsNorm input_norm;
+  RmsNorm post_attention_norm;  // llama: before the MLP; gemma: on the attention output
+  std::optional<RmsNorm> pre_feedforward_norm, post_feedforward_norm;  // gemma only
+  bool sliding = false;
+
+  mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
+                              KvCache& cache) const;
+};
+
+class DenseTransformer : public LanguageModel {
+ public:
+  DenseTransformer(TransformerSpec spec, WeightStore& weights,
+                   const QuantizationConfig& quantization);
+
+  mlx::core::array forward(const mlx::core::array& tokens, CacheList& caches) const override;
+  CacheList make_caches() const override;
+  const std::string& model_type() const override { return spec_.model_type; }
+  int vocab_size() const override { return spec_.vocab_size; }
+  size_t parameter_count() const override { return parameter_count_; }
+  const TransformerSpec& spec() const { return spec_; }
+
+ private:
+  TransformerBlock load_block(WeightStore& weights, const QuantizationConfig& quantization,
+                              int index) const;
+
+  TransformerSpec spec_;
+  Embedding embed_tokens_;
+  std::vector<TransformerBlock> layers_;
+  std::optional<RmsNorm> final_norm_;
+  std::optional<Linear> lm_head_;  // absent when tied
+  size_t parameter_count_ = 0;
+};
+
+}  // namespace mlx_cpp

@@ -1,0 +1,228 @@
+#include "model/kv_cache.h"
+
+#include <mlx/ops.h>
+
+namespace mlx_cpp {
+namespace mx = mlx::core;
+namespace {
+
+// v[..., start:stop, :] along the sequence axis of [B, H, S, D].
+mx::array sequence_slice(const mx::array& v, int start, int stop) {
+  return mx::slice(v, {0, 0, start, 0}, {v.shape(0), v.shape(1), stop, v.shape(3)});
+}
+
+mx::array zeros_like_steps(const mx::array& like, int length) {
+  return mx::zeros({like.shape(0), like.shape(1), length, like.shape(3)}, like.dtype());
+}
+
+mx::array assign_sequence(const mx::array& target, const mx::array& update, int start) {
+  auto stop = target.shape();
+  stop[2] = start + update.shape(2);
+  return mx::slice_update(target, update, {0, 0, start, 0}, stop);
+}
+
+}  // namespace
+
+mx::array causal_mask(int length, int offset, std::optional<int> window_size) {
+  auto right = mx::arange(offset + length);
+  auto left = offset ? mx::arange(offset, offset + length) : right;
+  left = mx::expand_dims(left, 1);
+  right = mx::expand_dims(right, 0);
+  auto mask = mx::greater_equal(left, right);
+  if (window_size)
+    mask = mx::logical_and(mask, mx::less(left, mx::add(right, mx::array(*window_size))));
+  return mask;
+}
+
+// ---- StandardKvCache ------------------------------------------------------
+
+std::pair<mx::array, mx::array> StandardKvCache::update_and_fetch(const mx::array& keys,
+                                                                  const mx::array& values) {
+  const int previous = offset_;
+  const int length = keys.shape(2);
+  if (!keys_ || previous + length > keys_->shape(2)) {
+    const int steps = (kStep + length - 1) / kStep;
+    auto new_keys = zeros_like_steps(keys, steps * kStep);
+    auto new_values = zeros_like_steps(values, steps * kStep);
+    if (keys_) {
+      if (previous % kStep != 0) {
+        keys_ = sequence_slice(*keys_, 0, previous);
+        values_ = sequence_slice(*values_, 0, previous);
+      }
+      keys_ = mx::concatenate({*keys_, new_keys}, 2);
+      values_ = mx::concatenate({*values_, new_values}, 2);
+    } else {
+      keys_ = new_keys;
+      values_ = new_values;
+    }
+  }
+  offset_ += length;
+  keys_ = assign_sequence(*keys_, keys, previous);
+  values_ = assign_sequence(*values_, values, previous);
+  return fetch();
+}
+
+std::pair<mx::array, mx::array> StandardKvCache::fetch() const {
+  if (offset_ < keys_->shape(2))
+    return {sequence_slice(*keys_, 0, offset_), sequence_slice(*values_, 0, offset_)};
+  return {*keys_, *values_};
+}
+
+AttentionMask StandardKvCache::make_mask(int length, std::optional<int> window_size) const {
+  if (window_size) return {AttentionMask::Kind::array, causal_mask(length, offset_, window_size)};
+  if (length == 1) return {};
+  return {AttentionMask::Kind::causal, std::nullopt};
+}
+
+int StandardKvCache::trim(int n) {
+  n = std::min(offset_, n);
+  offset_ -= n;
+  return n;
+}
+
+size_t StandardKvCache::byte_size() const {
+  return keys_ ? keys_->nbytes() + values_->nbytes() : 0;
+}
+
+std::vector<mx::array> StandardKvCache::state() const {
+  if (!keys_) return {};
+  return {*keys_, *values_};
+}
+
+std::unique_ptr<KvCache> StandardKvCache::clone() const {
+  return std::make_unique<StandardKvCache>(*this);
+}
+
+// ---- RotatingKvCache ------------------------------------------------------
+
+RotatingKvCache::RotatingKvCache(int max_size, int keep) : max_size_(max_size), keep_(keep) {}
+
+std::string RotatingKvCache::signature() const {
+  return "rotating(max=" + std::to_string(max_size_) + ",keep=" + std::to_string(keep_) + ")";
+}
+
+mx::array RotatingKvCache::trim_front(int trim_size, const mx::array& v,
+                                      const std::optional<mx::array>& append) const {
+  std::vector<mx::array> parts;
+  if (trim_size > 0) {
+    parts.push_back(sequence_slice(v, 0, keep_));
+    parts.push_back(sequence_slice(v, trim_size + keep_, v.shape(2)));
+  } else {
+    parts.push_back(v);
+  }
+  if (append) parts.push_back(*append);
+  return mx::concatenate(parts, 2);
+}
+
+mx::array RotatingKvCache::temporal_order(const mx::array& v) const {
+  if (index_ == v.shape(2)) return v;
+  if (index_ < offset_)
+    return mx::concatenate({sequence_slice(v, 0, keep_), sequence_slice(v, index_, v.shape(2)),
+                            sequence_slice(v, keep_, index_)},
+                           2);
+  return sequence_slice(v, 0, index_);
+}
+
+std::pair<mx::array, mx::array> RotatingKvCache::update_concat(const mx::array& keys,
+                                                               const mx::array& values) {
+  if (!keys_) {
+    keys_ = keys;
+    values_ = values;
+  } else {
+    // Temporal order first, so the trim keeps the most recent context.
+    keys_ = temporal_order(*keys_);
+    values_ = temporal_order(*values_);
+    index_ = keys_->shape(2);
+    // Up to max_size + L - 1 tokens, so every new token sees max_size context.
+    const int trim_size = index_ - max_size_ + 1;
+    keys_ = trim_front(trim_size, *keys_, keys);
+    values_ = trim_front(trim_size, *values_, values);
+  }
+  offset_ += keys.shape(2);
+  index_ = keys_->shape(2);
+  return {*keys_, *values_};
+}
+
+std::pair<mx::array, mx::array> RotatingKvCache::update_in_place(const mx::array& keys,
+                                                                 const mx::array& values) {
+  const int previous = offset_;
+  const int length = keys.shape(2);
+  if (!keys_ || (previous >= keys_->shape(2) && keys_->shape(2) < max_size_)) {
+    const int new_size = std::min(kStep, max_size_ - previous);
+    auto new_keys = zeros_like_steps(keys, new_size);
+    auto new_values = zeros_like_steps(values, new_size);
+    if (keys_) {
+      keys_ = mx::concatenate({*keys_, new_keys}, 2);
+      values_ = mx::concatenate({*values_, new_values}, 2);
+    } else {
+      keys_ = new_keys;
+      values_ = new_values;
+    }
+    index_ = previous;
+  }
+  const int trim_size = keys_->shape(2) - max_size_;
+  if (trim_size > 0) {
+    keys_ = trim_front(trim_size, *keys_, std::nullopt);
+    values_ = trim_front(trim_size, *values_, std::nullopt);
+    index_ = max_size_;
+  }
+  if (index_ == max_size_) index_ = keep_;  // wrap the ring past the kept prefix
+  keys_ = assign_sequence(*keys_, keys, index_);
+  values_ = assign_sequence(*values_, values, index_);
+  offset_ += length;
+  index_ += length;
+  return fetch();
+}
+
+std::pair<mx::array, mx::array> RotatingKvCache::update_and_fetch(const mx::array& keys,
+                                                                  const mx::array& values) {
+  if (keys.shape(2) == 1) return update_in_place(keys, values);
+  return update_concat(keys, values);
+}
+
+std::pair<mx::array, mx::array> RotatingKvCache::fetch() const {
+  if (offset_ < keys_->shape(2))
+    return {sequence_slice(*keys_, 0, offset_), sequence_slice(*values_, 0, offset_)};
+  return {*keys_, *values_};
+}
+
+AttentionMask RotatingKvCache::make_mask(int length, std::optional<int> window_size) const {
+  if (length > 1) {
+    const int window = window_size.value_or(max_size_);
+    const int offset = std::min(max_size_ - 1, offset_);
+    if (offset + length > window)
+      return {AttentionMask::Kind::array, causal_mask(length, offset, window)};
+    return {AttentionMask::Kind::causal, std::nullopt};
+  }
+  if (!window_size) return {};
+  // A single token only needs a mask when the window is smaller than the ring.
+  if (offset_ >= *window_size && max_size_ > *window_size) {
+    int index = index_ >= max_size_ ? 0 : index_;
+    int mask_size = offset_ < max_size_ ? offset_ + 1 : max_size_;
+    auto mask = mx::greater_equal(mx::arange(mask_size), mx::array(mask_size - *window_size));
+    return {AttentionMask::Kind::array, mx::roll(mask, index + 1)};
+  }
+  return {};
+}
+
+int RotatingKvCache::trim(int n) {
+  n = std::min(offset_, n);
+  offset_ -= n;
+  index_ -= n;
+  return n;
+}
+
+size_t RotatingKvCache::byte_size() const {
+  return keys_ ? keys_->nbytes() + values_->nbytes() : 0;
+}
+
+std::vector<mx::array> RotatingKvCache::state() const {
+  if (!keys_) return {};
+  return {*keys_, *values_};
+}
+
+std::unique_ptr<KvCache> RotatingKvCache::clone() const {
+  return std::make_unique<RotatingKvCache>(*this);
+}
+
+}  // namespace mlx_cpp

@@ -1,0 +1,110 @@
+#pragma once
+// Per-layer attention caches behind one interface, mirroring mlx-lm's
+// KVCache and RotatingKVCache so the stock path stays bit-exact. Models touch
+// a cache only through update_and_fetch() and offset(); the cache kind comes
+// from the model (make_caches), never from branches in attention.
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <mlx/array.h>
+
+namespace mlx_cpp {
+
+// What attention should mask: nothing, the fused causal mode, or an
+// explicit boolean mask array (true = attend).
+struct AttentionMask {
+  enum class Kind { none, causal, array } kind = Kind::none;
+  std::optional<mlx::core::array> mask;
+};
+
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+  // keys/values: [B, kv_heads, L, head_dim]; returns the full keys/values to
+  // attend over (views into the cache storage).
+  virtual std::pair<mlx::core::array, mlx::core::array> update_and_fetch(
+      const mlx::core::array& keys, const mlx::core::array& values) = 0;
+  // Mask for the next `length` query tokens (before update_and_fetch).
+  virtual AttentionMask make_mask(int length, std::optional<int> window_size) const = 0;
+  // Tokens seen so far (positions for rope).
+  virtual int offset() const = 0;
+  virtual bool is_trimmable() const = 0;
+  // Drops the last n tokens; returns how many were dropped.
+  virtual int trim(int n) = 0;
+  virtual size_t byte_size() const = 0;
+  // Storage kind with its parameters, e.g. "kv" or "rotating(max=512,keep=0)";
+  // caches with equal signatures can be exchanged between requests.
+  virtual std::string signature() const = 0;
+  // Arrays to evaluate after a prefill chunk (the cache's state).
+  virtual std::vector<mlx::core::array> state() const = 0;
+  virtual std::unique_ptr<KvCache> clone() const = 0;
+};
+
+// Grows in 256-token steps; trimming only moves the offset.
+class StandardKvCache : public KvCache {
+ public:
+  std::pair<mlx::core::array, mlx::core::array> update_and_fetch(
+      const mlx::core::array& keys, const mlx::core::array& values) override;
+  AttentionMask make_mask(int length, std::optional<int> window_size) const override;
+  int offset() const override { return offset_; }
+  bool is_trimmable() const override { return true; }
+  int trim(int n) override;
+  size_t byte_size() const override;
+  std::string signature() const override { return "kv"; }
+  std::vector<mlx::core::array> state() const override;
+  std::unique_ptr<KvCache> clone() const override;
+
+  static constexpr int kStep = 256;
+
+ private:
+  std::pair<mlx::core::array, mlx::core::array> fetch() const;
+  std::optional<mlx::core::array> keys_, values_;
+  int offset_ = 0;
+};
+
+// A sliding window of max_size tokens (the first `keep` are never evicted).
+// Single tokens go into a ring; multi-token updates are concatenated in
+// temporal order, keeping at least max_size tokens of context for each.
+class RotatingKvCache : public KvCache {
+ public:
+  explicit RotatingKvCache(int max_size, int keep = 0);
+  std::pair<mlx::core::array, mlx::core::array> update_and_fetch(
+      const mlx::core::array& keys, const mlx::core::array& values) override;
+  AttentionMask make_mask(int length, std::optional<int> window_size) const override;
+  int offset() const override { return offset_; }
+  bool is_trimmable() const override { return offset_ < max_size_; }
+  int trim(int n) override;
+  size_t byte_size() const override;
+  std::string signature() const override;
+  std::vector<mlx::core::array> state() const override;
+  std::unique_ptr<KvCache> clone() const override;
+
+  static constexpr int kStep = 256;
+
+ private:
+  std::pair<mlx::core::array, mlx::core::array> update_in_place(const mlx::core::array& keys,
+                                                                const mlx::core::array& values);
+  std::pair<mlx::core::array, mlx::core::array> update_concat(const mlx::core::array& keys,
+                                                              const mlx::core::array& values);
+  mlx::core::array temporal_order(const mlx::core::array& v) const;
+  mlx::core::array trim_front(int trim_size, const mlx::core::array& v,
+                              const std::optional<mlx::core::array>& append) const;
+  std::pair<mlx::core::array, mlx::core::array> fetch() const;
+
+  int max_size_;
+  int keep_;
+  std::optional<mlx::core::array> keys_, values_;
+  int offset_ = 0;
+  int index_ = 0;  // next write position in the ring
+};
+
+// A causal boolean mask [length, offset + length] (optionally windowed), as
+// mlx-lm's create_causal_mask builds it.
+mlx::core::array causal_mask(int length, int offset, std::optional<int> window_size);
+
+using CacheList = std::vector<std::unique_ptr<KvCache>>;
+
+}  // namespace mlx_cpp

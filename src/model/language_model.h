@@ -1,0 +1,41 @@
+#pragma once
+// What the engine sees of a model: a forward pass over token ids with
+// per-layer caches, and the caches the model wants. Dedicated graphs and the
+// generic dense transformer both implement this.
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <mlx/array.h>
+#include <nlohmann/json.hpp>
+
+#include "model/kv_cache.h"
+
+namespace mlx_cpp {
+
+class LanguageModel {
+ public:
+  virtual ~LanguageModel() = default;
+  // tokens: int32 [B, L] → logits [B, L, vocab]. Caches are updated in place.
+  virtual mlx::core::array forward(const mlx::core::array& tokens, CacheList& caches) const = 0;
+  virtual CacheList make_caches() const = 0;
+  virtual const std::string& model_type() const = 0;
+  virtual int vocab_size() const = 0;
+  // Parameter count as mlx-lm reports it (quantized weights at full size).
+  virtual size_t parameter_count() const = 0;
+};
+
+struct LoadedModel {
+  std::unique_ptr<LanguageModel> model;
+  nlohmann::json config;  // config.json after text_config merge + generation_config eos
+  std::vector<int> eos_token_ids;
+  std::filesystem::path directory;
+};
+
+// Loads config.json (+ generation_config.json) and the weights of an MLX
+// checkpoint directory, audits the weights, and returns the model. Throws
+// Error with a one-line message on any problem.
+LoadedModel load_model(const std::filesystem::path& directory);
+
+}  // namespace mlx_cpp

@@ -1,0 +1,86 @@
+#include "model/layers.h"
+
+#include <mlx/fast.h>
+#include <mlx/ops.h>
+
+#include "model/weight_store.h"
+
+namespace mlx_cpp {
+namespace mx = mlx::core;
+
+std::optional<QuantizedTensor> load_quantized(WeightStore& weights,
+                                              const QuantizationConfig& quantization,
+                                              const std::string& path, int in_dims, int out_dims) {
+  auto params = quantization.for_module(path, in_dims, weights);
+  if (!params) return std::nullopt;
+  const int packed_columns = in_dims * params->bits / 32;
+  const int groups = in_dims / params->group_size;
+  return QuantizedTensor{weights.take(path + ".weight", mx::Shape{out_dims, packed_columns},
+                                      DtypeRule::packed_uint32),
+                         weights.take(path + ".scales", mx::Shape{out_dims, groups}),
+                         weights.take(path + ".biases", mx::Shape{out_dims, groups}), *params};
+}
+
+namespace {
+mx::array quantized_projection(const mx::array& x, const QuantizedTensor& q) {
+  return mx::quantized_matmul(x, q.packed, q.scales, q.biases, /*transpose=*/true,
+                              q.params.group_size, q.params.bits, q.params.mode);
+}
+}  // namespace
+
+Linear Linear::load(WeightStore& weights, const QuantizationConfig& quantization,
+                    const std::string& path, int in_dims, int out_dims, bool has_bias) {
+  Linear layer;
+  layer.quantized_ = load_quantized(weights, quantization, path, in_dims, out_dims);
+  if (!layer.quantized_) layer.dense_ = weights.take(path + ".weight", mx::Shape{out_dims, in_dims});
+  if (has_bias) layer.bias_ = weights.take(path + ".bias", mx::Shape{out_dims});
+  return layer;
+}
+
+mx::array Linear::operator()(const mx::array& x) const {
+  if (quantized_) {
+    auto y = quantized_projection(x, *quantized_);
+    return bias_ ? mx::add(y, *bias_) : y;
+  }
+  // mlx.nn.Linear: addmm(bias, x, W.T) with a bias, x @ W.T without.
+  if (bias_) return mx::addmm(*bias_, x, mx::transpose(*dense_));
+  return mx::matmul(x, mx::transpose(*dense_));
+}
+
+Embedding Embedding::load(WeightStore& weights, const QuantizationConfig& quantization,
+                          const std::string& path, int vocab_size, int dims) {
+  Embedding layer;
+  layer.quantized_ = load_quantized(weights, quantization, path, dims, vocab_size);
+  if (!layer.quantized_) layer.dense_ = weights.take(path + ".weight", mx::Shape{vocab_size, dims});
+  return layer;
+}
+
+mx::array Embedding::lookup(const mx::array& ids) const {
+  if (dense_) return mx::take(*dense_, ids, 0);
+  const auto& q = *quantized_;
+  return mx::dequantize(mx::take(q.packed, ids, 0), mx::take(q.scales, ids, 0),
+                        mx::take(q.biases, ids, 0), q.params.group_size, q.params.bits,
+                        q.params.mode);
+}
+
+mx::array Embedding::as_linear(const mx::array& x) const {
+  if (dense_) return mx::matmul(x, mx::transpose(*dense_));
+  return quantized_projection(x, *quantized_);
+}
+
+RmsNorm RmsNorm::load(WeightStore& weights, const std::string& path, int dims, float eps,
+                      NormStyle style) {
+  RmsNorm norm;
+  norm.eps_ = eps;
+  norm.weight_ = weights.take(path + ".weight", mx::Shape{dims});
+  // gemma computes 1 + w in the weight's dtype (a weak Python scalar).
+  if (style == NormStyle::one_plus_weight)
+    norm.weight_ = mx::add(mx::array(1.0f, norm.weight_.dtype()), norm.weight_);
+  return norm;
+}
+
+mx::array RmsNorm::operator()(const mx::array& x) const {
+  return mx::fast::rms_norm(x, weight_, eps_);
+}
+
+}  // namespace mlx_cpp

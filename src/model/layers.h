@@ -1,0 +1,73 @@
+#pragma once
+// The leaf layers of the dense transformer, composed exactly as mlx.nn
+// composes them so the stock path is bit-exact with mlx-lm: a linear layer
+// (dense or affine-quantized, with an optional additive bias), an embedding
+// (dense or quantized, usable as a tied output projection) and RMSNorm.
+#include <optional>
+#include <string>
+
+#include <mlx/array.h>
+
+#include "model/quantization.h"
+#include "model/transformer_spec.h"
+
+namespace mlx_cpp {
+
+class WeightStore;
+
+struct QuantizedTensor {
+  mlx::core::array packed;  // uint32 [rows, in * bits / 32]
+  mlx::core::array scales;  // [rows, in / group_size]
+  mlx::core::array biases;  // [rows, in / group_size]
+  QuantizationParams params;
+};
+
+class Linear {
+ public:
+  // Loads <path>.weight (+ .scales/.biases when quantized, + .bias when
+  // has_bias) for a [out_dims, in_dims] projection.
+  static Linear load(WeightStore& weights, const QuantizationConfig& quantization,
+                     const std::string& path, int in_dims, int out_dims, bool has_bias);
+
+  // x: [..., in_dims] → [..., out_dims]
+  mlx::core::array operator()(const mlx::core::array& x) const;
+  bool quantized() const { return quantized_.has_value(); }
+
+ private:
+  std::optional<mlx::core::array> dense_;  // [out, in]
+  std::optional<QuantizedTensor> quantized_;
+  std::optional<mlx::core::array> bias_;  // [out]
+};
+
+class Embedding {
+ public:
+  static Embedding load(WeightStore& weights, const QuantizationConfig& quantization,
+                        const std::string& path, int vocab_size, int dims);
+
+  // ids: int [B, L] → [B, L, dims]
+  mlx::core::array lookup(const mlx::core::array& ids) const;
+  // Tied output projection: x [..., dims] → [..., vocab]
+  mlx::core::array as_linear(const mlx::core::array& x) const;
+
+ private:
+  std::optional<mlx::core::array> dense_;  // [vocab, dims]
+  std::optional<QuantizedTensor> quantized_;
+};
+
+class RmsNorm {
+ public:
+  static RmsNorm load(WeightStore& weights, const std::string& path, int dims, float eps,
+                      NormStyle style);
+  mlx::core::array operator()(const mlx::core::array& x) const;
+
+ private:
+  mlx::core::array weight_ = mlx::core::array(0.0f);  // effective weight (1 + w for gemma)
+  float eps_ = 1e-5f;
+};
+
+// Loads quantized tensors of a module when the quantization rules say so.
+std::optional<QuantizedTensor> load_quantized(WeightStore& weights,
+                                              const QuantizationConfig& quantization,
+                                              const std::string& path, int in_dims, int out_dims);
+
+}  // namespace mlx_cpp

@@ -1,0 +1,65 @@
+#include <filesystem>
+
+#include "io/error.h"
+#include "io/json_file.h"
+#include "model/architectures.h"
+#include "model/dense_transformer.h"
+#include "model/language_model.h"
+#include "model/weight_store.h"
+
+namespace mlx_cpp {
+namespace {
+
+// config.json with a nested text_config (multimodal wrappers) flattened so
+// the text model's fields win, and generation_config.json's eos_token_id
+// replacing the config's, as mlx-lm's load_config does.
+nlohmann::json read_model_config(const std::filesystem::path& directory) {
+  auto config_path = directory / "config.json";
+  if (!std::filesystem::exists(config_path))
+    throw Error("no config.json in " + directory.string() + " (not an MLX model directory?)");
+  auto config = read_json_file(config_path);
+  if (!config.is_object()) throw Error(config_path.string() + " is not a JSON object");
+  if (config.contains("text_config") && config["text_config"].is_object()) {
+    for (const auto& [key, value] : config["text_config"].items()) config[key] = value;
+  }
+  auto generation_path = directory / "generation_config.json";
+  if (std::filesystem::exists(generation_path)) {
+    auto generation = read_json_file(generation_path);
+    if (generation.is_object() && generation.contains("eos_token_id") &&
+        !generation["eos_token_id"].is_null() && generation["eos_token_id"] != false)
+      config["eos_token_id"] = generation["eos_token_id"];
+  }
+  return config;
+}
+
+std::vector<int> eos_ids(const nlohmann::json& config) {
+  std::vector<int> ids;
+  if (!config.contains("eos_token_id")) return ids;
+  const auto& value = config["eos_token_id"];
+  if (value.is_number_integer()) ids.push_back(value.get<int>());
+  if (value.is_array())
+    for (const auto& id : value)
+      if (id.is_number_integer()) ids.push_back(id.get<int>());
+  return ids;
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::filesystem::path& directory) {
+  if (!std::filesystem::is_directory(directory))
+    throw Error("model directory " + directory.string() + " does not exist");
+  LoadedModel loaded;
+  loaded.directory = directory;
+  loaded.config = read_model_config(directory);
+  auto spec = build_transformer_spec(loaded.config);
+  auto quantization = QuantizationConfig::from_model_config(loaded.config);
+  auto weights = WeightStore::from_directory(directory);
+  weights.strip_prefix("language_model.");
+  auto model = std::make_unique<DenseTransformer>(std::move(spec), weights, quantization);
+  weights.audit();
+  loaded.model = std::move(model);
+  loaded.eos_token_ids = eos_ids(loaded.config);
+  return loaded;
+}
+
+}  // namespace mlx_cpp

@@ -1,0 +1,32 @@
+#pragma once
+// Rotary position embeddings as mlx-lm builds them (rope_utils.py): every
+// variant reduces to one mlx::core::fast::rope call with either a base or a
+// precomputed frequency table, plus an optional input scale on the rotated
+// part (yarn's mscale ratio, longrope's attention factor).
+#include <optional>
+
+#include <mlx/array.h>
+#include <nlohmann/json.hpp>
+
+namespace mlx_cpp {
+
+struct RotaryEmbedding {
+  int dims = 0;
+  bool traditional = false;
+  std::optional<float> base;                 // set when freqs is not
+  float scale = 1.0f;                        // position scale (linear: 1/factor)
+  std::optional<mlx::core::array> freqs;     // [dims/2] float32 periods
+  std::optional<float> input_scale;          // multiplies x[..., :dims] first
+
+  // x: [B, heads, L, head_dim]; positions start at offset.
+  mlx::core::array apply(const mlx::core::array& x, int offset) const;
+};
+
+// Builds the embedding for one attention layer. `scaling` is the config's
+// rope_scaling object (or null); supported types: default, linear, llama3,
+// yarn (and its deepseek/telechat3 aliases), longrope / su. Others → Error.
+RotaryEmbedding make_rotary_embedding(int dims, float base, bool traditional,
+                                      const nlohmann::json& scaling,
+                                      std::optional<int> max_position_embeddings);
+
+}  // namespace mlx_cpp

@@ -1,0 +1,43 @@
+#pragma once
+// Token sampling with mlx-lm's semantics and order: temperature 0 is argmax;
+// otherwise top_p → min_p → top_k filter the log-probabilities, then a
+// categorical draw at the temperature. Each filter is compiled as mlx-lm
+// compiles it, and the random key advances exactly as MLX's global key does
+// after mx.random.seed(seed), so a seed reproduces mlx-lm's tokens.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <mlx/array.h>
+
+namespace mlx_cpp {
+
+struct SamplerOptions {
+  float temperature = 0.0f;
+  float top_p = 1.0f;   // active when 0 < top_p < 1
+  float min_p = 0.0f;   // active when > 0
+  int min_tokens_to_keep = 1;
+  int top_k = 0;        // active when > 0
+  std::optional<uint64_t> seed;  // none: seeded from the clock
+};
+
+// Throws Error naming the option for out-of-range values.
+void validate_sampler_options(const SamplerOptions& options, int vocab_size);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerOptions& options);
+  // logprobs: [1, vocab] → token ids [1] (lazy).
+  mlx::core::array operator()(const mlx::core::array& logprobs);
+
+ private:
+  using Graph = std::function<std::vector<mlx::core::array>(const std::vector<mlx::core::array>&)>;
+  SamplerOptions options_;
+  std::vector<Graph> filters_;
+  Graph categorical_;
+  mlx::core::array key_;
+};
+
+}  // namespace mlx_cpp

@@ -1,0 +1,66 @@
+#pragma once
+// The resolved shape of a dense decoder-only transformer: everything the
+// generic graph (dense_transformer.h) needs, read from config.json by an
+// architecture's builder (architectures.h). Plain data, no tensors.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mlx_cpp {
+
+enum class NormStyle {
+  weight,           // rms_norm(x, w)
+  one_plus_weight,  // rms_norm(x, 1 + w), gemma
+};
+
+enum class GatedActivation {
+  silu,         // swiglu: silu(gate) * up
+  gelu_approx,  // gelu_approx(gate) * up, gemma
+};
+
+enum class TiedHead {
+  tied,             // output projection = embedding
+  untied,           // separate lm_head
+  if_head_missing,  // tied iff the checkpoint has no lm_head (gemma3)
+};
+
+struct RopeConfig {
+  float base = 10000.0f;
+  bool traditional = false;
+  nlohmann::json scaling;  // rope_scaling object or null
+};
+
+struct TransformerSpec {
+  std::string model_type;  // after remapping (mistral → llama, ...)
+  int hidden_size = 0;
+  int num_layers = 0;
+  int intermediate_size = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int vocab_size = 0;
+  float norm_eps = 1e-5f;
+  std::optional<int> max_position_embeddings;
+
+  bool qkv_bias = false;
+  bool output_bias = false;  // o_proj bias
+  bool mlp_bias = false;
+  bool qk_norm = false;         // per-head RMSNorm on q and k before rope
+  bool sandwich_norms = false;  // gemma: post-attention and pre/post feed-forward norms
+  NormStyle norm_style = NormStyle::weight;
+  GatedActivation activation = GatedActivation::silu;
+  TiedHead tied_head = TiedHead::tied;
+  float attention_scale = 1.0f;
+  // gemma: embeddings are multiplied by bf16(sqrt(hidden_size)) cast to the
+  // activation dtype.
+  std::optional<float> embedding_scale;
+
+  RopeConfig global_rope;
+  RopeConfig local_rope;              // used by sliding-window layers
+  std::vector<bool> layer_is_sliding;  // one entry per layer
+  std::optional<int> sliding_window;
+};
+
+}  // namespace mlx_cpp

@@ -1,0 +1,95 @@
+#include "model/weight_store.h"
+
+#include <sstream>
+
+#include <mlx/dtype_utils.h>
+#include <mlx/utils.h>
+
+#include "io/error.h"
+#include "io/safetensors_file.h"
+
+namespace mlx_cpp {
+
+std::string dtype_name(mlx::core::Dtype dtype) {
+  std::ostringstream text;
+  text << dtype;
+  return text.str();
+}
+
+std::string describe_shape(const mlx::core::Shape& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+WeightStore WeightStore::from_directory(const std::filesystem::path& directory) {
+  std::map<std::string, mlx::core::array> tensors;
+  for (const auto& file : find_weight_files(directory)) {
+    for (auto& [name, tensor] : load_safetensors_checked(file)) {
+      if (tensors.count(name)) throw Error("tensor '" + name + "' appears in two weight files");
+      tensors.emplace(name, std::move(tensor));
+    }
+  }
+  return WeightStore(std::move(tensors));
+}
+
+WeightStore::WeightStore(std::map<std::string, mlx::core::array> tensors)
+    : tensors_(std::move(tensors)) {}
+
+const mlx::core::array* WeightStore::find(const std::string& name) const {
+  auto found = tensors_.find(name);
+  return found == tensors_.end() ? nullptr : &found->second;
+}
+
+mlx::core::array WeightStore::take(const std::string& name,
+                                   const std::optional<mlx::core::Shape>& expected_shape,
+                                   DtypeRule dtype_rule) {
+  auto tensor = take_if_present(name, expected_shape, dtype_rule);
+  if (tensor) return *tensor;
+  problems_.push_back("missing " + name);
+  return mlx::core::array(0.0f);
+}
+
+std::optional<mlx::core::array> WeightStore::take_if_present(
+    const std::string& name, const std::optional<mlx::core::Shape>& expected_shape,
+    DtypeRule dtype_rule) {
+  auto found = tensors_.find(name);
+  if (found == tensors_.end()) return std::nullopt;
+  consumed_.insert(name);
+  if (expected_shape && found->second.shape() != *expected_shape)
+    problems_.push_back(name + " has shape " + describe_shape(found->second.shape()) +
+                        ", expected " + describe_shape(*expected_shape));
+  const auto dtype = found->second.dtype();
+  const bool dtype_ok = dtype_rule == DtypeRule::packed_uint32
+                            ? dtype == mlx::core::uint32
+                            : mlx::core::issubdtype(dtype, mlx::core::floating);
+  if (!dtype_ok)
+    problems_.push_back(name + " has dtype " + dtype_name(dtype) + ", expected " +
+                        (dtype_rule == DtypeRule::packed_uint32 ? "uint32" : "a float type"));
+  return found->second;
+}
+
+void WeightStore::discard(const std::string& name) {
+  if (tensors_.count(name)) consumed_.insert(name);
+}
+
+void WeightStore::strip_prefix(const std::string& prefix) {
+  std::map<std::string, mlx::core::array> renamed;
+  for (auto& [name, tensor] : tensors_)
+    renamed.emplace(name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name, tensor);
+  tensors_ = std::move(renamed);
+}
+
+void WeightStore::audit() const {
+  std::vector<std::string> report = problems_;
+  for (const auto& [name, tensor] : tensors_)
+    if (!consumed_.count(name)) report.push_back("unused " + name);
+  if (report.empty()) return;
+  std::string text;
+  const size_t shown = std::min<size_t>(report.size(), 12);
+  for (size_t i = 0; i < shown; ++i) text += (i ? "; " : "") + report[i];
+  if (report.size() > shown) text += "; ... (" + std::to_string(report.size() - shown) + " more)";
+  throw Error("weight audit failed: " + text);
+}
+
+}  // namespace mlx_cpp

@@ -1,0 +1,57 @@
+#pragma once
+// All tensors of a checkpoint, with bookkeeping for the load-time audit:
+// every tensor in the files must be consumed by the model and every tensor
+// the model expects must be present with the expected shape; otherwise
+// audit() fails naming them all.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <mlx/array.h>
+
+namespace mlx_cpp {
+
+// What a tensor's dtype must be: dense weights and norms are floating point,
+// packed quantized weights are uint32.
+enum class DtypeRule { floating, packed_uint32 };
+
+class WeightStore {
+ public:
+  // Loads model*.safetensors of the directory (shards merged).
+  static WeightStore from_directory(const std::filesystem::path& directory);
+  explicit WeightStore(std::map<std::string, mlx::core::array> tensors);
+
+  bool contains(const std::string& name) const { return tensors_.count(name) > 0; }
+  const mlx::core::array* find(const std::string& name) const;
+
+  // Takes a required tensor. A missing tensor or a shape different from
+  // `expected_shape` (when given) is recorded for audit() and a placeholder
+  // is returned, so one load reports every problem at once.
+  mlx::core::array take(const std::string& name,
+                        const std::optional<mlx::core::Shape>& expected_shape = std::nullopt,
+                        DtypeRule dtype_rule = DtypeRule::floating);
+  // Takes a tensor the model may or may not have.
+  std::optional<mlx::core::array> take_if_present(
+      const std::string& name,
+      const std::optional<mlx::core::Shape>& expected_shape = std::nullopt,
+      DtypeRule dtype_rule = DtypeRule::floating);
+  // Discards a tensor the model knowingly ignores (e.g. rotary inv_freq).
+  void discard(const std::string& name);
+  // Renames tensors with the given prefix (e.g. "language_model.").
+  void strip_prefix(const std::string& prefix);
+
+  // Throws Error listing missing, mismatched and unused tensors.
+  void audit() const;
+
+ private:
+  std::map<std::string, mlx::core::array> tensors_;
+  std::set<std::string> consumed_;
+  std::vector<std::string> problems_;
+};
+
+std::string describe_shape(const mlx::core::Shape& shape);
+
+}  // namespace mlx_cpp

@@ -1,0 +1,50 @@
+#include "golden_case.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <mlx/io.h>
+#include <mlx/ops.h>
+#include <mlx/utils.h>
+
+namespace mlx_cpp::testing {
+namespace mx = mlx::core;
+
+std::vector<std::string> model_golden_cases() {
+  std::vector<std::string> names;
+  for (const char* arch : {"llama", "llama_untied", "qwen2", "qwen3", "gemma3_text"})
+    for (const char* quant : {"bf16", "q4", "q8"}) names.push_back(std::string(arch) + "_" + quant);
+  return names;
+}
+
+GoldenCase GoldenCase::load(const std::string& name) {
+  GoldenCase golden;
+  golden.directory = std::filesystem::path(MLX_CPP_GOLDENS) / "model_goldens" / name;
+  golden.model_directory = golden.directory / "model";
+  std::ifstream stream(golden.directory / "goldens.json");
+  if (!stream) throw std::runtime_error("missing goldens for " + name + " in " + golden.directory.string());
+  golden.goldens = nlohmann::json::parse(stream);
+  golden.logits = mx::load_safetensors((golden.directory / "logits.safetensors").string()).first;
+  return golden;
+}
+
+std::string compare_exact(const mx::array& actual, const mx::array& expected) {
+  std::ostringstream message;
+  if (actual.dtype() != expected.dtype()) {
+    message << "dtype " << actual.dtype() << " vs expected " << expected.dtype();
+    return message.str();
+  }
+  if (actual.shape() != expected.shape()) {
+    message << "shape " << actual.shape() << " vs expected " << expected.shape();
+    return message.str();
+  }
+  if (mx::array_equal(actual, expected, /*equal_nan=*/true).item<bool>()) return "";
+  auto difference = mx::abs(mx::subtract(mx::astype(actual, mx::float32),
+                                         mx::astype(expected, mx::float32)));
+  auto mismatches = mx::sum(mx::not_equal(actual, expected)).item<int>();
+  message << mismatches << " of " << actual.size() << " elements differ, max abs difference "
+          << mx::max(difference).item<float>();
+  return message.str();
+}
+
+}  // namespace mlx_cpp::testing

@@ -1,0 +1,29 @@
+#pragma once
+// Access to the goldens written by tools/oracle/model_goldens.py.
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <mlx/array.h>
+#include <nlohmann/json.hpp>
+
+namespace mlx_cpp::testing {
+
+// The case names the oracle writes: every architecture x {bf16, q4, q8}.
+std::vector<std::string> model_golden_cases();
+
+struct GoldenCase {
+  std::filesystem::path directory;
+  std::filesystem::path model_directory;
+  nlohmann::json goldens;  // goldens.json
+  std::unordered_map<std::string, mlx::core::array> logits;
+
+  static GoldenCase load(const std::string& name);
+};
+
+// Bit-exact comparison: same dtype, shape and every element (NaN == NaN).
+// Returns "" when equal, else a description with the max abs difference.
+std::string compare_exact(const mlx::core::array& actual, const mlx::core::array& expected);
+
+}  // namespace mlx_cpp::testing

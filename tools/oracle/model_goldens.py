@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Goldens for the model parity tests, produced by mlx-lm itself.
+
+For every architecture x {bf16, q4, q8} this builds a tiny random checkpoint
+with mlx-lm's own model classes and quantize, saves it as an MLX directory,
+reloads it through mlx_lm.utils.load_model (the path users take), and records:
+  * the prompt ids,
+  * the logits mlx-lm's own generate_step computes (chunked prefill, then each
+    decode step), greedy tokens,
+  * the logits of one full forward at every position,
+  * tokens sampled with a seed and every sampler option and penalty.
+Everything lands in --out: <case>/model/, <case>/logits.safetensors and
+<case>/goldens.json, plus manifest.json listing the cases. Goldens are
+machine-specific: they are generated where they are checked, never committed.
+"""
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx.utils import tree_flatten, tree_map
+from mlx_lm.generate import generate_step
+from mlx_lm.models.cache import make_prompt_cache
+from mlx_lm.sample_utils import make_logits_processors, make_sampler
+from mlx_lm.utils import _get_classes, load_model, quantize_model, save_config, save_model
+
+VOCAB = 512
+DECODE_STEPS = 8
+
+ARCHITECTURES = {
+    "llama": dict(model_type="llama", hidden_size=64, num_hidden_layers=3,
+                  intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                  rms_norm_eps=1e-5, vocab_size=VOCAB, rope_theta=10000.0,
+                  tie_word_embeddings=True, max_position_embeddings=4096),
+    # An untied head, biases everywhere and llama3 rope scaling.
+    "llama_untied": dict(model_type="mistral", hidden_size=64, num_hidden_layers=2,
+                         intermediate_size=128, num_attention_heads=4, num_key_value_heads=1,
+                         head_dim=32, rms_norm_eps=1e-5, vocab_size=VOCAB,
+                         rope_theta=500000.0, attention_bias=True, mlp_bias=True,
+                         tie_word_embeddings=False, max_position_embeddings=4096,
+                         rope_scaling=dict(rope_type="llama3", factor=8.0,
+                                           low_freq_factor=1.0, high_freq_factor=4.0,
+                                           original_max_position_embeddings=64)),
+    "qwen2": dict(model_type="qwen2", hidden_size=64, num_hidden_layers=3,
+                  intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                  rms_norm_eps=1e-6, vocab_size=VOCAB, rope_theta=1000000.0,
+                  tie_word_embeddings=True, max_position_embeddings=4096),
+    "qwen3": dict(model_type="qwen3", hidden_size=64, num_hidden_layers=3,
+                  intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                  head_dim=32, rms_norm_eps=1e-6, vocab_size=VOCAB, rope_theta=1000000.0,
+                  tie_word_embeddings=False, max_position_embeddings=4096,
+                  rope_scaling=dict(rope_type="yarn", factor=4.0,
+                                    original_max_position_embeddings=256)),
+    "gemma3_text": dict(model_type="gemma3_text", hidden_size=64, num_hidden_layers=4,
+                        intermediate_size=128, num_attention_heads=2, num_key_value_heads=1,
+                        head_dim=32, rms_norm_eps=1e-6, vocab_size=VOCAB,
+                        rope_theta=1000000.0, rope_local_base_freq=10000.0,
+                        query_pre_attn_scalar=32, sliding_window=16,
+                        sliding_window_pattern=2, max_position_embeddings=4096),
+}
+
+QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
+
+# Prompt lengths per case: short, longer than gemma's 16-token window, and
+# (for one model) longer than the 2048-token prefill chunk.
+PROMPTS = {"short": 7, "window": 41}
+LONG_PROMPT_CASE = "llama_bf16"
+LONG_PROMPT = 2100
+
+SAMPLING = [
+    dict(name="temp", temp=0.8, seed=11),
+    dict(name="top_p", temp=0.9, top_p=0.8, seed=12),
+    dict(name="top_k", temp=1.0, top_k=20, seed=13),
+    dict(name="min_p", temp=0.7, min_p=0.1, seed=14),
+    dict(name="all", temp=1.2, top_p=0.95, min_p=0.02, top_k=50, seed=15,
+         repetition_penalty=1.3, presence_penalty=0.4, frequency_penalty=0.3,
+         logit_bias={"5": 2.5, "17": -3.0}),
+]
+
+
+def randomize(model, seed):
+    """Random weights (norms around 1 so they matter), deterministic per case."""
+    mx.random.seed(seed)
+    params = tree_flatten(model.parameters())
+    new = []
+    for name, value in params:
+        if name.endswith("norm.weight") or "layernorm" in name:
+            new.append((name, 1.0 + 0.1 * mx.random.normal(value.shape)))
+        else:
+            new.append((name, 0.2 * mx.random.normal(value.shape)))
+    model.load_weights(new)
+
+
+def build_checkpoint(case_dir, arch, config, quant, seed):
+    model_class, args_class = _get_classes(config)
+    model = model_class(args_class.from_dict(config))
+    randomize(model, seed)
+    model.set_dtype(mx.bfloat16)
+    config = dict(config)
+    if quant is not None:
+        group_size, bits = quant
+        predicate = None
+        if arch == "llama":  # exercise per-module overrides
+            def predicate(path, module):
+                if path.endswith("layers.0.mlp.down_proj"):
+                    return {"group_size": 32, "bits": 8 if bits != 8 else 4}
+                if path.endswith("layers.1.self_attn.v_proj"):
+                    return False
+                return True
+        model, config = quantize_model(model, config, group_size, bits, quant_predicate=predicate)
+    model_dir = case_dir / "model"
+    save_model(model_dir, model)
+    save_config(config, model_dir / "config.json")
+    return model_dir
+
+
+def record_generation(model, prompt, sampler=None, processors=None):
+    recorded = []
+
+    def recorder(tokens, logits):
+        recorded.append(logits)
+        return logits
+
+    chain = list(processors or []) + [recorder]
+    tokens = []
+    for token, _ in generate_step(mx.array(prompt), model, max_tokens=DECODE_STEPS,
+                                  sampler=sampler, logits_processors=chain):
+        tokens.append(int(token))
+    return tokens, recorded
+
+
+def make_case(out, arch, quant_name, config, seed):
+    name = f"{arch}_{quant_name}"
+    case_dir = out / name
+    shutil.rmtree(case_dir, ignore_errors=True)
+    case_dir.mkdir(parents=True)
+    model_dir = build_checkpoint(case_dir, arch, config, QUANTIZATIONS[quant_name], seed)
+    model, _ = load_model(model_dir)
+
+    prompts = dict(PROMPTS)
+    if name == LONG_PROMPT_CASE:
+        prompts["long"] = LONG_PROMPT
+    key = mx.random.key(seed + 1000)
+    arrays, goldens = {}, {"name": name, "architecture": arch, "prompts": {}}
+    for prompt_name, length in prompts.items():
+        key, subkey = mx.random.split(key)
+        prompt = mx.random.randint(0, VOCAB, (length,), key=subkey).tolist()
+        entry = {"ids": prompt}
+        greedy, logits = record_generation(model, prompt)
+        entry["greedy"] = greedy
+        # Logits after the penalties/bias processors are the recorder's input
+        # only when those run first; greedy runs have none.
+        arrays[f"{prompt_name}.generation"] = mx.concatenate(logits, axis=0)
+        full = model(mx.array(prompt)[None], cache=make_prompt_cache(model))
+        arrays[f"{prompt_name}.forward"] = full[0]
+        entry["sampled"] = []
+        for params in SAMPLING:
+            sampler = make_sampler(temp=params["temp"], top_p=params.get("top_p", 0.0),
+                                   min_p=params.get("min_p", 0.0), top_k=params.get("top_k", 0))
+            bias = {int(k): v for k, v in params.get("logit_bias", {}).items()} or None
+            processors = make_logits_processors(
+                logit_bias=bias, repetition_penalty=params.get("repetition_penalty"),
+                presence_penalty=params.get("presence_penalty"),
+                frequency_penalty=params.get("frequency_penalty"))
+            mx.random.seed(params["seed"])
+            tokens, _ = record_generation(model, prompt, sampler, processors)
+            entry["sampled"].append(dict(params, tokens=tokens))
+        goldens["prompts"][prompt_name] = entry
+    mx.eval(arrays)
+    mx.save_safetensors(str(case_dir / "logits.safetensors"), arrays)
+    (case_dir / "goldens.json").write_text(json.dumps(goldens))
+    return name
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--only", help="comma-separated case names")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    only = set(args.only.split(",")) if args.only else None
+    cases = []
+    for index, (arch, config) in enumerate(ARCHITECTURES.items()):
+        for quant_name in QUANTIZATIONS:
+            if only and f"{arch}_{quant_name}" not in only:
+                continue
+            cases.append(make_case(args.out, arch, quant_name, config, seed=100 * index + 7))
+            print("wrote", cases[-1], flush=True)
+    (args.out / "manifest.json").write_text(json.dumps({"cases": cases, "decode_steps": DECODE_STEPS}))
+
+
+if __name__ == "__main__":
+    main()
