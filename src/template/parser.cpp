@@ -139,6 +139,7 @@ class Parser {
   }
 
   StatementPointer parse_block_statement() {
+    NestingGuard guard(*this);
     const Token& token = current();
     if (token.kind != TokenKind::Name) fail("expected a statement name, got " + describe(token));
     std::string name = advance().text;
@@ -427,7 +428,18 @@ class Parser {
     return left;
   }
 
+  // Bounds recursion so a hostile template cannot overflow the stack.
+  struct NestingGuard {
+    NestingGuard(Parser& parser) : parser_(parser) {
+      if (++parser_.nesting_ > kMaxNesting) parser_.fail("template nested too deeply");
+    }
+    ~NestingGuard() { --parser_.nesting_; }
+    Parser& parser_;
+  };
+  static constexpr int kMaxNesting = 200;
+
   ExpressionPointer parse_unary(bool with_filter) {
+    NestingGuard guard(*this);
     ExpressionPointer node;
     if (at_operator("-") || at_operator("+")) {
       const Token& token = advance();
@@ -452,6 +464,7 @@ class Parser {
 
   std::vector<Token> tokens_;
   size_t index_ = 0;
+  int nesting_ = 0;
 };
 
 ExpressionPointer Parser::parse_primary() {
