@@ -33,6 +33,8 @@ class Tokenizer {
   virtual size_t vocab_size() const = 0;
   virtual std::optional<TokenId> token_to_id(std::string_view token) const = 0;
   virtual std::optional<std::string> id_to_token(TokenId id) const = 0;
+  // Whether id is a special added token (decode drops it when asked to).
+  virtual bool is_special_token(TokenId id) const = 0;
 
   virtual std::optional<TokenId> bos_token_id() const = 0;
   virtual std::optional<TokenId> eos_token_id() const = 0;
@@ -46,6 +48,11 @@ class Tokenizer {
 // Turns a growing token sequence into text pieces that are always valid
 // UTF-8; the concatenation of all pieces plus finish() equals
 // tokenizer.decode(all_ids, skip_special_tokens=true).
+//
+// Each add() decodes only a short trailing window: the tokens of the last
+// emitted piece (the left context, e.g. for leading-space rules) plus the new
+// ones. Text ending in an incomplete character (U+FFFD after decoding) is
+// held back until later tokens complete it.
 class StreamingDetokenizer {
  public:
   explicit StreamingDetokenizer(const Tokenizer& tokenizer);
@@ -56,8 +63,12 @@ class StreamingDetokenizer {
   void reset();
 
  private:
+  std::string decode_range(size_t begin, size_t end) const;
+
   const Tokenizer& tokenizer_;
   std::vector<TokenId> ids_;
+  size_t window_start_ = 0;  // first id of the decode window
+  size_t emitted_ids_ = 0;   // ids whose text has been returned
   size_t emitted_bytes_ = 0;
 };
 
