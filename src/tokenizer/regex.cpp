@@ -26,15 +26,62 @@ struct MatchData {
   pcre2_match_data* data;
 };
 
+// Unicode White_Space, which is what \s means in the Oniguruma / Rust
+// regexes tokenizers uses. PCRE2's UCP \s also takes U+180E (through \h),
+// so patterns get this explicit class instead.
+constexpr const char* kWhiteSpace =
+    "\\t\\n\\x0B\\f\\r\\x20\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}"
+    "\\x{202F}\\x{205F}\\x{3000}";
+
+// Rewrites \s (in and outside character classes) and \S (outside them);
+// \Q...\E literals are copied as they are.
+std::string with_unicode_white_space(const std::string& pattern) {
+  std::string out;
+  out.reserve(pattern.size());
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char next = pattern[++i];
+      if (next == 'Q') {  // a quoted literal runs verbatim up to \E
+        const size_t end = pattern.find("\\E", i + 1);
+        const size_t stop = end == std::string::npos ? pattern.size() : end + 2;
+        out.append(pattern, i - 1, stop - (i - 1));
+        i = stop - 1;
+      } else if (next == 's') {
+        out += in_class ? std::string(kWhiteSpace) : std::string("[") + kWhiteSpace + "]";
+      } else if (next == 'S' && !in_class) {
+        out += std::string("[^") + kWhiteSpace + "]";
+      } else {
+        out += c;
+        out += next;
+      }
+      continue;
+    }
+    if (c == '[' && !in_class) {
+      in_class = true;
+      out += c;
+      // A ']' right after '[' or '[^' is a literal member, not the end.
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];
+      continue;
+    }
+    if (c == ']' && in_class) in_class = false;
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 Regex::Regex(const std::string& pattern, const std::string& purpose)
     : compiled_(std::make_unique<Compiled>()) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
-  compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                  PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &error_code,
-                                  &error_offset, nullptr);
+  const std::string translated = with_unicode_white_space(pattern);
+  compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()),
+                                  translated.size(), PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK,
+                                  &error_code, &error_offset, nullptr);
   if (compiled_->code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error_code, message, sizeof(message));

@@ -26,28 +26,34 @@ from tokenizer_trainers import TRAINERS  # noqa: E402
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
-def with_special_tokens(hf_tokenizer, text, plain_ids):
-    """ids for add_special_tokens=True as transformers computes them, with the
-    runtime's one deliberate difference: never a doubled BOS (when the text
-    itself starts with the token the template puts first, it appears once)."""
-    ids = hf_tokenizer(text, add_special_tokens=True)["input_ids"]
+def without_double_bos(ids, plain_ids):
+    """The runtime's one deliberate difference from transformers: never a
+    doubled BOS (when the text itself starts with the token the template puts
+    first, it appears once)."""
     doubled = (len(plain_ids) > 0 and len(ids) > len(plain_ids) and ids[0] == plain_ids[0]
                and ids[1:1 + len(plain_ids)] == plain_ids)
     return (ids[1:], True) if doubled else (ids, False)
 
 
 def make_cases(directory, strings):
+    """Expected ids come from `tokenizers` on tokenizer.json. transformers
+    (what mlx-lm loads) is asked too: the counts of strings where it differs
+    go into the stats (model-specific transformers classes may rebuild the
+    pipeline)."""
     from transformers import AutoTokenizer
 
     raw = Tokenizer.from_file(os.path.join(directory, "tokenizer.json"))
     hf = AutoTokenizer.from_pretrained(directory)
-    cases, doubled_count, transformers_differs = [], 0, 0
+    cases = []
+    stats = {"double_bos_removed": 0, "transformers_differs": 0,
+             "transformers_special_differs": 0}
     for text in strings:
         ids = raw.encode(text, add_special_tokens=False).ids
-        if hf(text, add_special_tokens=False)["input_ids"] != ids:
-            transformers_differs += 1
-        ids_special, doubled = with_special_tokens(hf, text, ids)
-        doubled_count += doubled
+        ids_special, doubled = without_double_bos(raw.encode(text, add_special_tokens=True).ids, ids)
+        hf_special, _ = without_double_bos(hf(text, add_special_tokens=True)["input_ids"], ids)
+        stats["double_bos_removed"] += doubled
+        stats["transformers_differs"] += hf(text, add_special_tokens=False)["input_ids"] != ids
+        stats["transformers_special_differs"] += hf_special != ids_special
         cases.append({
             "text": text,
             "ids": ids,
@@ -55,8 +61,6 @@ def make_cases(directory, strings):
             "decoded": raw.decode(ids_special, skip_special_tokens=True),
             "decoded_keep": raw.decode(ids_special, skip_special_tokens=False),
         })
-    stats = {"double_bos_removed": doubled_count,
-             "transformers_pipeline_differs": transformers_differs}
     return cases, stats
 
 
@@ -73,19 +77,21 @@ def main():
     for name, train in TRAINERS.items():
         directory = os.path.join(args.out, name)
         specials = train(directory)
-        entries.append((name, directory, specials))
+        entries.append((name, directory, specials, True))
     for model_dir in args.model_dir:
         model_dir = os.path.abspath(os.path.expanduser(model_dir))
         if not os.path.exists(os.path.join(model_dir, "tokenizer.json")):
             sys.exit(f"--model-dir {model_dir} has no tokenizer.json")
         with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as stream:
             added = [t["content"] for t in json.load(stream).get("added_tokens", [])]
-        entries.append((os.path.basename(model_dir.rstrip("/")), model_dir, added[:20]))
+        entries.append((os.path.basename(model_dir.rstrip("/")), model_dir, added[:20], False))
 
     index = []
-    for seed, (name, directory, specials) in enumerate(entries):
+    for seed, (name, directory, specials, trained) in enumerate(entries):
         strings = corpus.test_strings(1000 + seed, args.strings, specials)
         cases, stats = make_cases(directory, strings)
+        if trained and (stats["transformers_differs"] or stats["transformers_special_differs"]):
+            sys.exit(f"{name}: transformers disagrees with tokenizers on our own tokenizer: {stats}")
         long_text = "\n".join(strings)
         long_ids = Tokenizer.from_file(os.path.join(directory, "tokenizer.json")).encode(
             long_text, add_special_tokens=False).ids
