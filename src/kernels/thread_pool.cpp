@@ -53,7 +53,12 @@ void ThreadPool::set_thread_count(int count) {
 
 void ThreadPool::start_workers(int worker_count) {
   stopping_ = false;
-  for (int i = 0; i < worker_count; ++i) workers_.emplace_back([this] { worker_loop(); });
+  // Workers start from the generation current now, not when their thread
+  // happens to run, so a stop or a job issued meanwhile is not missed.
+  std::uint64_t generation = generation_.load();
+  for (int i = 0; i < worker_count; ++i) {
+    workers_.emplace_back([this, generation] { worker_loop(generation); });
+  }
 }
 
 void ThreadPool::stop_workers() {
@@ -82,9 +87,8 @@ ThreadPool::Wake ThreadPool::wait_for_new_job(std::uint64_t& seen_generation) {
   return Wake::joined;
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(std::uint64_t seen_generation) {
   inside_pool_task = true;
-  std::uint64_t seen_generation = generation_.load();
   while (true) {
     Wake wake = wait_for_new_job(seen_generation);
     if (wake == Wake::stop) return;

@@ -39,7 +39,7 @@ class ThreadPool {
  private:
   void start_workers(int worker_count);
   void stop_workers();
-  void worker_loop();
+  void worker_loop(std::uint64_t seen_generation);
   enum class Wake { stop, nothing, joined };
   // Blocks until the generation changes; joins the job when there is one.
   Wake wait_for_new_job(std::uint64_t& seen_generation);

@@ -1,0 +1,61 @@
+// quantized_matmul_fast vs mlx::core::quantized_matmul on the projection
+// shapes of SmolLM2-135M (K=576; 4-bit and 8-bit, group 32) and
+// Qwen2.5-1.5B (K=1536 and K=8960; 4-bit, group 64), for one row (decode)
+// and 512 rows (prefill). bfloat16 activations and scales, as in the
+// published MLX checkpoints.
+#include <string>
+
+#include "bench_common.h"
+#include "kernels/kernels.h"
+
+namespace mlx_cpp::kernels::bench {
+namespace {
+
+namespace mx = mlx::core;
+
+struct Shape {
+  const char* model;
+  const char* layer;
+  int N, K, bits, group_size;
+};
+
+const Shape kShapes[] = {
+    {"smollm2", "q_proj", 576, 576, 4, 32},
+    {"smollm2", "k_proj", 192, 576, 4, 32},
+    {"smollm2", "gate_proj", 1536, 576, 4, 32},
+    {"smollm2", "lm_head", 49152, 576, 4, 32},
+    {"smollm2", "q_proj", 576, 576, 8, 32},
+    {"smollm2", "k_proj", 192, 576, 8, 32},
+    {"smollm2", "gate_proj", 1536, 576, 8, 32},
+    {"smollm2", "lm_head", 49152, 576, 8, 32},
+    {"qwen2.5-1.5b", "q_proj", 1536, 1536, 4, 64},
+    {"qwen2.5-1.5b", "k_proj", 256, 1536, 4, 64},
+    {"qwen2.5-1.5b", "gate_proj", 8960, 1536, 4, 64},
+    {"qwen2.5-1.5b", "down_proj", 1536, 8960, 4, 64},
+};
+
+void register_shape(const Shape& shape, int M) {
+  std::string name = std::string("qmm/") + shape.model + "/" + shape.layer + "/N" +
+                     std::to_string(shape.N) + "_K" + std::to_string(shape.K) + "/q" +
+                     std::to_string(shape.bits) + "g" + std::to_string(shape.group_size) + "/M" +
+                     std::to_string(M);
+  register_pair(name, [shape, M] {
+    auto w = random_input({shape.N, shape.K}, mx::bfloat16, 0.05f, 1);
+    auto q = mx::quantize(w, shape.group_size, shape.bits);
+    mx::eval(q);
+    auto x = random_input({M, shape.K}, mx::bfloat16, 1.0f, 2);
+    int g = shape.group_size, b = shape.bits;
+    return OpPair{[=] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, g, b); },
+                  [=] { return quantized_matmul_fast(x, q[0], q[1], q[2], g, b); }};
+  });
+}
+
+[[maybe_unused]] const bool registered = [] {
+  for (int M : {1, 512}) {
+    for (const auto& shape : kShapes) register_shape(shape, M);
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace mlx_cpp::kernels::bench
