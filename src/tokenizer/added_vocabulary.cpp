@@ -3,6 +3,7 @@
 #include "io/error.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/regex.h"
+#include "tokenizer/unicode_text.h"
 #include "tokenizer/utf8.h"
 
 namespace mlx_cpp {
@@ -38,18 +39,6 @@ bool ends_with_word(std::string_view text) {
 bool starts_with_word(std::string_view text) {
   static const Regex pattern("\\w", "added token single_word");
   return !text.empty() && pattern.search(text.substr(0, utf8::char_length(text, 0)));
-}
-
-size_t leading_space_end(std::string_view text) {
-  static const Regex pattern("^\\s+", "added token rstrip");
-  const auto matches = pattern.find_all(text);
-  return matches.empty() ? 0 : matches.front().second;
-}
-
-size_t trailing_space_begin(std::string_view text) {
-  static const Regex pattern("\\s+$", "added token lstrip");
-  const auto matches = pattern.find_all(text);
-  return matches.empty() ? text.size() : matches.back().first;
 }
 
 }  // namespace
@@ -151,8 +140,10 @@ void AddedVocabulary::split(const Piece& piece, const Matcher& matcher,
                               (stop < text.size() && starts_with_word(text.substr(stop))))) {
       continue;
     }
-    if (token.lstrip) start = std::max(trailing_space_begin(text.substr(0, start)), segment_start);
-    if (token.rstrip) stop += leading_space_end(text.substr(stop));
+    if (token.lstrip) {
+      start = std::max(start - unicode::trailing_white_space(text.substr(0, start)), segment_start);
+    }
+    if (token.rstrip) stop += unicode::leading_white_space(text.substr(stop));
     emit_text(segment_start, start);
     out.push_back({token.id, {std::string(text.substr(start, stop - start)), false}});
     segment_start = stop;

@@ -134,7 +134,7 @@ void BpeModel::encode_piece(std::string_view piece, std::vector<TokenId>& out) c
   const bool cacheable = piece.size() <= kCacheMaxPieceBytes;
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);
-    const auto it = cache_.find(std::string(piece));
+    const auto it = cache_.find(piece);
     if (it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;

@@ -55,7 +55,7 @@ class BpeModel {
   std::vector<std::optional<TokenId>> byte_tokens_;  // <0xNN> ids
 
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<TokenId>> cache_;
+  mutable std::unordered_map<std::string, std::vector<TokenId>, StringHash, std::equal_to<>> cache_;
 };
 
 }  // namespace mlx_cpp

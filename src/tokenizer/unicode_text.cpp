@@ -4,7 +4,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tokenizer/regex.h"
 #include "tokenizer/unicode_tables.h"
 #include "tokenizer/utf8.h"
 
@@ -152,19 +151,53 @@ std::string lowercase(std::string_view text) {
   return out;
 }
 
-std::string strip_whitespace(std::string_view text, bool left, bool right) {
-  static const Regex leading("^\\s+", "Strip normalizer");
-  static const Regex trailing("\\s+$", "Strip normalizer");
-  size_t begin = 0;
+bool is_white_space(char32_t code_point) {
+  switch (code_point) {
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
+      return true;
+    default:
+      return code_point >= 0x2000 && code_point <= 0x200A;
+  }
+}
+
+size_t leading_white_space(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t length = 0;
+    if (!is_white_space(utf8::decode(text, pos, length))) break;
+    pos += length;
+  }
+  return pos;
+}
+
+size_t trailing_white_space(std::string_view text) {
   size_t end = text.size();
-  if (left) {
-    const auto matches = leading.find_all(text);
-    if (!matches.empty()) begin = matches.front().second;
+  while (end > 0) {
+    size_t begin = end - 1;
+    while (begin > 0 && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80) --begin;
+    size_t length = 0;
+    if (!is_white_space(utf8::decode(text, begin, length)) || begin + length != end) break;
+    end = begin;
   }
-  if (right && begin < end) {
-    const auto matches = trailing.find_all(text.substr(begin));
-    if (!matches.empty()) end = begin + matches.back().first;
-  }
+  return text.size() - end;
+}
+
+std::string strip_whitespace(std::string_view text, bool left, bool right) {
+  const size_t begin = left ? leading_white_space(text) : 0;
+  const size_t end = right ? text.size() - trailing_white_space(text.substr(begin)) : text.size();
   return std::string(text.substr(begin, end - begin));
 }
 

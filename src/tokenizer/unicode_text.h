@@ -12,6 +12,13 @@ std::string nfc(std::string_view text);
 // Full lowercase mapping per code point (no final-sigma context rule).
 std::string lowercase(std::string_view text);
 
+// Unicode White_Space (what \s means in the regexes tokenizers uses).
+bool is_white_space(char32_t code_point);
+
+// Byte length of the white space at the start / end of text.
+size_t leading_white_space(std::string_view text);
+size_t trailing_white_space(std::string_view text);
+
 // Removes leading and/or trailing Unicode white space.
 std::string strip_whitespace(std::string_view text, bool left, bool right);
 

@@ -118,6 +118,35 @@ TEST(Tokenizer, InvalidUtf8InputIsAnError) {
   EXPECT_THROW(tokenizer->encode("he\xFFllo", false), Error);
 }
 
+TEST(Tokenizer, LongRunsRoundTrip) {
+  TemporaryDirectory dir;
+  const auto tokenizer = load(dir, tiny_tokenizer_json());
+  const std::string text = std::string(100000, ' ') + std::string(100000, 'l') + "x" +
+                           std::string(50000, '7') + std::string(30000, '\n') + "hello";
+  const auto ids = tokenizer->encode(text, false);
+  EXPECT_EQ(tokenizer->decode(ids, false), text);
+  EXPECT_EQ(ids.back(), 259);  // "hello"
+}
+
+TEST(Tokenizer, LongRunsRoundTripThroughSplitRegex) {
+  auto json = tiny_tokenizer_json();
+  const std::string llama3_pattern =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  json["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"}, {"pattern", {{"Regex", llama3_pattern}}}, {"behavior", "Isolated"}},
+        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
+  TemporaryDirectory dir;
+  const auto tokenizer = load(dir, json);
+  const std::string text = std::string(100000, ' ') + std::string(100000, 'x') +
+                           std::string(60000, '!') + std::string(50000, '\n') + " \t " +
+                           std::string(30000, '9') + "hello";
+  const auto ids = tokenizer->encode(text, false);
+  EXPECT_EQ(tokenizer->decode(ids, false), text);
+  EXPECT_EQ(ids.back(), 259);  // "hello"
+}
+
 TEST(Tokenizer, ReadsTokenizerConfig) {
   TemporaryDirectory dir;
   dir.write("tokenizer_config.json", R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>",
