@@ -26,19 +26,26 @@ AddedToken parse_added_token(const nlohmann::json& entry, size_t index) {
   return token;
 }
 
-// Unicode-aware \w tests on the one character next to a match (a whole
-// character, so PCRE2 always sees valid UTF-8).
+// Rust's Unicode \w (which tokenizers uses for single_word): Alphabetic,
+// marks, decimal digits, connector punctuation and joiners. PCRE2's own \w
+// differs (it takes all \p{N} and no marks).
+const Regex& word_character() {
+  static const Regex pattern(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}])",
+                             "added token single_word");
+  return pattern;
+}
+
+// Tests on the one character next to a match (a whole character, so PCRE2
+// always sees valid UTF-8).
 bool ends_with_word(std::string_view text) {
-  static const Regex pattern("\\w", "added token single_word");
   if (text.empty()) return false;
   size_t begin = text.size() - 1;
   while (begin > 0 && (static_cast<unsigned char>(text[begin]) & 0xC0) == 0x80) --begin;
-  return pattern.search(text.substr(begin));
+  return word_character().search(text.substr(begin));
 }
 
 bool starts_with_word(std::string_view text) {
-  static const Regex pattern("\\w", "added token single_word");
-  return !text.empty() && pattern.search(text.substr(0, utf8::char_length(text, 0)));
+  return !text.empty() && word_character().search(text.substr(0, utf8::char_length(text, 0)));
 }
 
 }  // namespace

@@ -103,7 +103,8 @@ def edge_cases(specials):
     for special in specials:
         cases += [special, special + special, f" {special} ", f"a{special}b",
                   f"{special}hello", f"hello {special}", f"{special} {special}",
-                  f"  {special}  x", f"x{special}\n"]
+                  f"  {special}  x", f"x{special}\n", f"e\u0301{special}", f"①{special}½",
+                  f"_{special}_", f"{special}\u200d", f"\u00a0{special}\u3000", f"{special}\t\n"]
     return cases
 
 

@@ -147,10 +147,42 @@ def train_metaspace(directory):
     return specials + ["<start_of_turn>", "<end_of_turn>"]
 
 
+def train_mistral(directory):
+    """Mistral / Llama-2 "legacy=false": Metaspace prepending only at the
+    start of the input and not splitting, rstrip added tokens."""
+    tokenizer, specials = spm_tokenizer(
+        None, pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False), 6)
+    tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                           decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)])
+    tokenizer.add_special_tokens([AddedToken("[INST]", special=True, rstrip=True),
+                                  AddedToken("[/INST]", special=True, lstrip=True)])
+    save(tokenizer, directory, {"bos_token": "<s>", "eos_token": "</s>"})
+    return specials + ["[INST]", "[/INST]"]
+
+
+def train_gemma(directory):
+    """Gemma: Replace(" ", "▁") normalizer only (no prefix), byte fallback,
+    decoders without Strip, BOS template and an EOS-free config."""
+    tokenizer, specials = spm_tokenizer(normalizers.Replace(" ", "▁"), None, 7)
+    tokenizer.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                           decoders.Fuse()])
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)])
+    tokenizer.add_special_tokens([AddedToken("<start_of_turn>", special=True),
+                                  AddedToken("<end_of_turn>", special=True)])
+    tokenizer.add_tokens([AddedToken("\t\t", normalized=False), AddedToken("  ", normalized=True)])
+    save(tokenizer, directory, {"bos_token": "<s>", "eos_token": "<end_of_turn>"})
+    return specials + ["<start_of_turn>", "<end_of_turn>", "\t\t", "  "]
+
+
 TRAINERS = {
     "gpt2_bytelevel": train_gpt2,
     "llama3_split": train_llama3,
     "qwen2_nfc_digits": train_qwen2,
     "llama2_spm": train_llama2,
     "metaspace_spm": train_metaspace,
+    "mistral_metaspace": train_mistral,
+    "gemma_replace": train_gemma,
 }
