@@ -10,6 +10,8 @@
 #include <mlx/array.h>
 #include <mlx/utils.h>
 
+#include <optional>
+
 namespace mlx_cpp::kernels {
 
 // x @ dequantize(w)^T, as mlx::core::quantized_matmul(x, w, scales, biases,
@@ -24,6 +26,51 @@ namespace mlx_cpp::kernels {
 mlx::core::array quantized_matmul_fast(const mlx::core::array& x, const mlx::core::array& w,
                                        const mlx::core::array& scales,
                                        const mlx::core::array& biases, int group_size, int bits,
+                                       mlx::core::StreamOrDevice s = {});
+
+// x * rsqrt(mean(x^2, -1) + eps) * weight, as mlx::core::fast::rms_norm:
+// statistics in float32; the normalized x is rounded to the output dtype
+// before the weight multiplies it, as the stock op does. Output dtype:
+// result_type(x, weight), or x's without a weight.
+mlx::core::array rms_norm_fast(const mlx::core::array& x,
+                               const std::optional<mlx::core::array>& weight, float eps,
+                               mlx::core::StreamOrDevice s = {});
+
+// Rotary position embedding, as mlx::core::fast::rope (forward): x is
+// [B, ..., T, D] (at least 3-D); the first `dims` features rotate, pairs
+// (i, i + dims/2) or, when `traditional`, (2i, 2i + 1). Position of row t is
+// (t + offset) * scale; offset is a scalar or one per batch entry (int32).
+// Exactly one of base and freqs (float [dims/2], periods) is given. Angles
+// in float32, cos/sin rounded to x's dtype as the stock op does; the
+// rotation is computed in float32 and rounded once.
+mlx::core::array rope_fast(const mlx::core::array& x, int dims, bool traditional,
+                           std::optional<float> base, float scale, int offset,
+                           const std::optional<mlx::core::array>& freqs = std::nullopt,
+                           mlx::core::StreamOrDevice s = {});
+mlx::core::array rope_fast(const mlx::core::array& x, int dims, bool traditional,
+                           std::optional<float> base, float scale, const mlx::core::array& offset,
+                           const std::optional<mlx::core::array>& freqs = std::nullopt,
+                           mlx::core::StreamOrDevice s = {});
+
+// Attention of one query row per head over a KV cache, as
+// mlx::core::fast::scaled_dot_product_attention with L_q = 1:
+//   q [B, Hq, 1, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv], Hq % Hkv == 0
+//   (grouped-query heads share a KV head), mask broadcastable to
+//   [B, Hq, 1, S]: bool (false = masked) or additive.
+// Scores, softmax and the weighted sum of v in float32; k and v may be
+// strided views (a cache's prefix), read in place. Returns [B, Hq, 1, Dv].
+mlx::core::array decode_attention_fast(const mlx::core::array& q, const mlx::core::array& k,
+                                       const mlx::core::array& v, float scale,
+                                       const std::optional<mlx::core::array>& mask = std::nullopt,
+                                       mlx::core::StreamOrDevice s = {});
+
+// Gated MLP activation: act(gate) * up with act = silu (x * sigmoid(x)) or
+// gelu_approx (tanh approximation, as mlx.nn.gelu_approx). gate and up
+// have one shape; output dtype promote_types(gate, up). float32 inside,
+// rounded once.
+enum class GatedActivation { silu, gelu_approx };
+mlx::core::array gated_activation_fast(const mlx::core::array& gate, const mlx::core::array& up,
+                                       GatedActivation activation,
                                        mlx::core::StreamOrDevice s = {});
 
 // Threads the kernels use, including MLX's evaluating thread. count < 1

@@ -32,12 +32,14 @@ FallbackPrimitive::Arrays FallbackPrimitive::vjp(const Arrays& primals, const Ar
 }
 
 void FallbackPrimitive::dispatch(const Arrays& inputs, Arrays& outputs,
-                                 std::function<void(const Arrays&, Arrays&)> compute) {
+                                 std::function<void(const Arrays&, Arrays&)> compute,
+                                 std::size_t row_contiguous_inputs) {
   auto& encoder = mx::cpu::get_command_encoder(stream());
   Arrays input_views;
   Arrays output_views;
-  for (const auto& input : inputs) {
-    if (!input.flags().row_contiguous) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const auto& input = inputs[i];
+    if (i < row_contiguous_inputs && !input.flags().row_contiguous) {
       throw std::logic_error(std::string("[") + name() + "] expects row-contiguous inputs");
     }
     encoder.set_input_array(input);
@@ -50,6 +52,25 @@ void FallbackPrimitive::dispatch(const Arrays& inputs, Arrays& outputs,
   }
   encoder.dispatch([inputs = std::move(input_views), outputs = std::move(output_views),
                     compute = std::move(compute)]() mutable { compute(inputs, outputs); });
+}
+
+qmm::ScalarType scalar_type_of(mx::Dtype dtype) {
+  if (dtype == mx::bfloat16) return qmm::ScalarType::bfloat16;
+  if (dtype == mx::float16) return qmm::ScalarType::float16;
+  return qmm::ScalarType::float32;
+}
+
+mx::array row_contiguous(const mx::array& a, mx::StreamOrDevice s) {
+  if (a.is_available() && a.flags().row_contiguous) return a;
+  return mx::contiguous(a, false, s);
+}
+
+void reject(const char* op, const std::string& message) {
+  throw std::invalid_argument(std::string("[") + op + "] " + message);
+}
+
+bool is_float_dtype(mx::Dtype dtype) {
+  return dtype == mx::float32 || dtype == mx::bfloat16 || dtype == mx::float16;
 }
 
 }  // namespace mlx_cpp::kernels

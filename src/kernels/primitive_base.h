@@ -15,10 +15,15 @@
 #include <mlx/array.h>
 #include <mlx/backend/cpu/encoder.h>
 #include <mlx/primitives.h>
+#include <mlx/utils.h>
 
+#include <cstdint>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
+
+#include "kernels/qmm_kernels.h"
 
 namespace mlx_cpp::kernels {
 
@@ -38,11 +43,26 @@ class FallbackPrimitive : public mlx::core::Primitive {
 
  protected:
   // Allocates `outputs` and enqueues compute(inputs, outputs) on this
-  // primitive's stream. Inputs must already be row-contiguous.
+  // primitive's stream. The first `row_contiguous_inputs` inputs must be
+  // row-contiguous (the op function arranges it); later ones may have any
+  // strides, which compute() then reads.
   void dispatch(const Arrays& inputs, Arrays& outputs,
-                std::function<void(const Arrays&, Arrays&)> compute);
+                std::function<void(const Arrays&, Arrays&)> compute,
+                std::size_t row_contiguous_inputs = SIZE_MAX);
 
   Fallback fallback_;
 };
+
+// The kernels' element type for an MLX float dtype (float32 for others).
+qmm::ScalarType scalar_type_of(mlx::core::Dtype dtype);
+
+// Evaluated row-contiguous arrays pass as they are; others get a Contiguous
+// node (which shares the buffer when the result is already row-contiguous).
+mlx::core::array row_contiguous(const mlx::core::array& a, mlx::core::StreamOrDevice s);
+
+// Throws std::invalid_argument("[op] message").
+[[noreturn]] void reject(const char* op, const std::string& message);
+
+bool is_float_dtype(mlx::core::Dtype dtype);
 
 }  // namespace mlx_cpp::kernels

@@ -22,12 +22,6 @@ namespace {
 // above it they are dequantized into panels reused by all rows (prefill).
 constexpr int kGemvMaxRows = 4;
 
-qmm::ScalarType scalar_type(mx::Dtype dtype) {
-  if (dtype == mx::bfloat16) return qmm::ScalarType::bfloat16;
-  if (dtype == mx::float16) return qmm::ScalarType::float16;
-  return qmm::ScalarType::float32;
-}
-
 const qmm::IsaKernels& kernels_for(Isa isa) {
   switch (isa) {
     case Isa::avx512:
@@ -47,8 +41,8 @@ void prepare_x(const mx::array& x, int M, int K, int group_size, int interleave,
   std::vector<float> row(K);
   const int groups = K / group_size;
   for (int m = 0; m < M; ++m) {
-    qmm::load_as_float(x.data<void>(), scalar_type(x.dtype()), static_cast<std::size_t>(m) * K, K,
-                       row.data());
+    qmm::load_as_float(x.data<void>(), scalar_type_of(x.dtype()), static_cast<std::size_t>(m) * K,
+                       K, row.data());
     float* dst = x_float + static_cast<std::size_t>(m) * K;
     for (int chunk = 0; chunk < K; chunk += 2 * interleave) {
       for (int i = 0; i < interleave; ++i) {
@@ -80,9 +74,9 @@ void run_quantized_matmul(const mx::array& x, const mx::array& w, const mx::arra
                        w.data<std::uint8_t>(),
                        scales.data<void>(),
                        biases.data<void>(),
-                       scalar_type(scales.dtype()),
+                       scalar_type_of(scales.dtype()),
                        out.data<void>(),
-                       scalar_type(out.dtype()),
+                       scalar_type_of(out.dtype()),
                        M,
                        N,
                        K,
@@ -125,11 +119,7 @@ class QuantizedMatmulFast : public FallbackPrimitive {
 };
 
 [[noreturn]] void reject(const std::string& message) {
-  throw std::invalid_argument("[quantized_matmul_fast] " + message);
-}
-
-bool is_float_dtype(mx::Dtype dtype) {
-  return dtype == mx::float32 || dtype == mx::bfloat16 || dtype == mx::float16;
+  kernels::reject("quantized_matmul_fast", message);
 }
 
 void validate(const mx::array& x, const mx::array& w, const mx::array& scales,
@@ -160,13 +150,6 @@ void validate(const mx::array& x, const mx::array& w, const mx::array& scales,
         << expected;
     reject(msg.str());
   }
-}
-
-// Evaluated, row-contiguous arrays pass as they are; others get a
-// Contiguous node (free when the result is already row-contiguous).
-mx::array row_contiguous(const mx::array& a, mx::StreamOrDevice s) {
-  if (a.is_available() && a.flags().row_contiguous) return a;
-  return mx::contiguous(a, false, s);
 }
 
 }  // namespace

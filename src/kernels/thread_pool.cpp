@@ -150,4 +150,18 @@ Range split_range(int count, int parts, int index, int align) {
   return {std::min(begin, count), std::min(end, count)};
 }
 
+void parallel_ranges(int count, int min_per_task, const std::function<void(Range)>& body) {
+  if (count <= 0) return;
+  auto& pool = ThreadPool::shared();
+  int tasks = std::min(pool.thread_count() * 4, std::max(1, count / std::max(1, min_per_task)));
+  if (tasks <= 1) {
+    body({0, count});
+    return;
+  }
+  pool.parallel_for(tasks, [&](int task) {
+    Range range = split_range(count, tasks, task);
+    if (range.begin < range.end) body(range);
+  });
+}
+
 }  // namespace mlx_cpp::kernels

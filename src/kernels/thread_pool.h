@@ -68,4 +68,9 @@ struct Range {
 };
 Range split_range(int count, int parts, int index, int align = 1);
 
+// Runs body(range) over [0, count) split across the shared pool, in pieces
+// of at least `min_per_task` items (small jobs stay on the calling thread:
+// waking workers costs more than they would save).
+void parallel_ranges(int count, int min_per_task, const std::function<void(Range)>& body);
+
 }  // namespace mlx_cpp::kernels

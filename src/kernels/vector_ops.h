@@ -1,0 +1,39 @@
+#pragma once
+// Row-level float operations the elementwise and attention kernels build
+// on, in one table per SIMD level (scalar, AVX2, AVX-512). Rows are float32
+// in memory; load/store convert from and to the tensors' dtypes.
+#include <cstddef>
+
+#include "kernels/qmm_kernels.h"
+
+namespace mlx_cpp::kernels {
+
+using qmm::ScalarType;
+
+struct VectorOps {
+  const char* name;
+  // dst[i] = float(src[offset + i]) for i < count.
+  void (*load)(const void* src, ScalarType type, std::size_t offset, int count, float* dst);
+  // dst[offset + i] = src[i] rounded to `type` (nearest even, as MLX).
+  void (*store)(const float* src, int count, void* dst, ScalarType type, std::size_t offset);
+  float (*dot)(const float* a, const float* b, int count);
+  float (*sum_squares)(const float* a, int count);
+  void (*axpy)(float alpha, const float* x, float* y, int count);  // y += alpha * x
+  void (*scale)(float alpha, float* x, int count);                 // x *= alpha
+  float (*max)(const float* a, int count);
+  // a[i] = exp(a[i] - shift); returns the sum of the new a.
+  float (*exp_shifted_sum)(float* a, float shift, int count);
+  // out = silu(gate) * up = gate * sigmoid(gate) * up
+  void (*silu_mul)(const float* gate, const float* up, float* out, int count);
+  // out = gelu_approx(gate) * up, gelu_approx(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))
+  void (*gelu_approx_mul)(const float* gate, const float* up, float* out, int count);
+};
+
+// The table for the active SIMD level (see cpu_features.h).
+const VectorOps& vector_ops();
+
+const VectorOps& scalar_vector_ops();
+const VectorOps& avx2_vector_ops();
+const VectorOps& avx512_vector_ops();
+
+}  // namespace mlx_cpp::kernels

@@ -1,0 +1,35 @@
+// VectorOps for AVX2 (see vector_ops_body.inc).
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/vector_ops.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace mlx_cpp::kernels {
+namespace avx2 {
+namespace {
+
+constexpr const char* kIsaName = "avx2";
+
+// The traits must come before the body that uses them.
+// clang-format off
+#include "kernels/simd_avx2.inc"
+#include "kernels/vector_ops_body.inc"
+// clang-format on
+
+}  // namespace
+}  // namespace avx2
+
+const VectorOps& avx2_vector_ops() {
+  return avx2::kOps;
+}
+
+}  // namespace mlx_cpp::kernels
+
+#pragma GCC pop_options

@@ -1,0 +1,39 @@
+// VectorOps for AVX512 (see vector_ops_body.inc).
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/vector_ops.h"
+
+// GCC 12's AVX-512 intrinsics initialise vectors from themselves, which
+// -Wmaybe-uninitialized reports as a false positive once inlined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+
+namespace mlx_cpp::kernels {
+namespace avx512 {
+namespace {
+
+constexpr const char* kIsaName = "avx512";
+
+// The traits must come before the body that uses them.
+// clang-format off
+#include "kernels/simd_avx512.inc"
+#include "kernels/vector_ops_body.inc"
+// clang-format on
+
+}  // namespace
+}  // namespace avx512
+
+const VectorOps& avx512_vector_ops() {
+  return avx512::kOps;
+}
+
+}  // namespace mlx_cpp::kernels
+
+#pragma GCC pop_options

@@ -1,0 +1,86 @@
+// Portable VectorOps: plain loops (the compiler may vectorize the
+// element-wise ones for the baseline ISA), and the table for the active
+// SIMD level.
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu_features.h"
+#include "kernels/vector_ops.h"
+
+namespace mlx_cpp::kernels {
+
+namespace {
+
+float dot(const float* a, const float* b, int count) {
+  float sum = 0.0f;
+  for (int i = 0; i < count; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+float sum_squares(const float* a, int count) {
+  return dot(a, a, count);
+}
+
+void axpy(float alpha, const float* x, float* y, int count) {
+  for (int i = 0; i < count; ++i) y[i] += alpha * x[i];
+}
+
+void scale(float alpha, float* x, int count) {
+  for (int i = 0; i < count; ++i) x[i] *= alpha;
+}
+
+float max(const float* a, int count) {
+  float result = -std::numeric_limits<float>::infinity();
+  for (int i = 0; i < count; ++i) result = a[i] > result ? a[i] : result;
+  return result;
+}
+
+float exp_shifted_sum(float* a, float shift, int count) {
+  float sum = 0.0f;
+  for (int i = 0; i < count; ++i) sum += (a[i] = std::exp(a[i] - shift));
+  return sum;
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int count) {
+  for (int i = 0; i < count; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void gelu_approx_mul(const float* gate, const float* up, float* out, int count) {
+  constexpr float kTwiceSqrt2OverPi = 2.0f * 0.7978845608028654f;
+  for (int i = 0; i < count; ++i) {
+    float g = gate[i];
+    float two_y = kTwiceSqrt2OverPi * (g + 0.044715f * g * g * g);
+    out[i] = g / (1.0f + std::exp(-two_y)) * up[i];
+  }
+}
+
+}  // namespace
+
+const VectorOps& scalar_vector_ops() {
+  static const VectorOps ops{"scalar",
+                             qmm::load_as_float,
+                             qmm::store_from_float,
+                             dot,
+                             sum_squares,
+                             axpy,
+                             scale,
+                             max,
+                             exp_shifted_sum,
+                             silu_mul,
+                             gelu_approx_mul};
+  return ops;
+}
+
+const VectorOps& vector_ops() {
+  switch (active_isa()) {
+    case Isa::avx512:
+      return avx512_vector_ops();
+    case Isa::avx2:
+      return avx2_vector_ops();
+    case Isa::scalar:
+      break;
+  }
+  return scalar_vector_ops();
+}
+
+}  // namespace mlx_cpp::kernels
