@@ -25,21 +25,34 @@ namespace {
 constexpr const char* kOp = "decode_attention_fast";
 constexpr int kMinChunk = 128;  // keys per task, at least
 
-// Reads rows of a 4-D array [B, H, S, D] of any strides as float32.
-struct StridedRows {
-  const mx::array& a;
+// Reads rows of a 4-D array [B, H, S, D] of any strides as float32; what
+// does not change per row (strides, type, the SIMD table) is looked up once.
+class StridedRows {
+ public:
+  explicit StridedRows(const mx::array& a)
+      : a_(a),
+        strides_{a.strides()[0], a.strides()[1], a.strides()[2], a.strides()[3]},
+        type_(scalar_type_of(a.dtype())),
+        ops_(vector_ops()),
+        width_(a.shape(3)) {}
+
   void load(int b, int h, int s, float* dst) const {
-    const auto& st = a.strides();
-    std::size_t first = b * st[0] + h * st[1] + s * st[2];
-    const int D = a.shape(3);
-    auto type = scalar_type_of(a.dtype());
-    if (st[3] == 1) {
-      vector_ops().load(a.data<void>(), type, first, D, dst);
+    std::size_t first = b * strides_[0] + h * strides_[1] + s * strides_[2];
+    if (strides_[3] == 1) {
+      ops_.load(a_.data<void>(), type_, first, width_, dst);
     } else {
-      for (int i = 0; i < D; ++i)
-        qmm::load_as_float(a.data<void>(), type, first + i * st[3], 1, dst + i);
+      for (int i = 0; i < width_; ++i) {
+        qmm::load_as_float(a_.data<void>(), type_, first + i * strides_[3], 1, dst + i);
+      }
     }
   }
+
+ private:
+  const mx::array& a_;
+  std::int64_t strides_[4];
+  ScalarType type_;
+  const VectorOps& ops_;
+  int width_;
 };
 
 struct Geometry {
@@ -141,7 +154,7 @@ void run_decode_attention(const std::vector<mx::array>& in, mx::array& out, floa
   for (std::size_t i = 0; i < partial_count; ++i)
     partials[i].weighted_v = weighted.data() + i * g.Dv;
 
-  StridedRows k_rows{k}, v_rows{v};
+  StridedRows k_rows(k), v_rows(v);
   const mx::array* mask = has_mask ? &in[3] : nullptr;
   ThreadPool::shared().parallel_for(heads * g.chunks, [&](int task) {
     const int head = task / g.chunks, c = task % g.chunks;

@@ -1,5 +1,6 @@
 // AVX2 + FMA quantized matmul: 8 floats per vector, 6 x 16 micro-kernel
 // (12 accumulators + 2 panel vectors + 1 broadcast of the 16 ymm registers).
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
 #include <cstddef>
@@ -31,3 +32,15 @@ const IsaKernels& avx2_kernels() {
 }  // namespace mlx_cpp::kernels::qmm
 
 #pragma GCC pop_options
+
+#else  // not x86: the portable table stands in
+
+#include "kernels/qmm_kernels.h"
+
+namespace mlx_cpp::kernels::qmm {
+const IsaKernels& avx2_kernels() {
+  return scalar_kernels();
+}
+}  // namespace mlx_cpp::kernels::qmm
+
+#endif

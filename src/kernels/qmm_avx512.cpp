@@ -1,5 +1,6 @@
 // AVX-512 quantized matmul: 16 floats per vector, 8 x 32 micro-kernel
 // (16 accumulators of the 32 zmm registers).
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
 #include <cstddef>
@@ -37,3 +38,15 @@ const IsaKernels& avx512_kernels() {
 }  // namespace mlx_cpp::kernels::qmm
 
 #pragma GCC pop_options
+
+#else  // not x86: the portable table stands in
+
+#include "kernels/qmm_kernels.h"
+
+namespace mlx_cpp::kernels::qmm {
+const IsaKernels& avx512_kernels() {
+  return scalar_kernels();
+}
+}  // namespace mlx_cpp::kernels::qmm
+
+#endif

@@ -1,4 +1,5 @@
 // VectorOps for AVX512 (see vector_ops_body.inc).
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
 #include <cmath>
@@ -37,3 +38,15 @@ const VectorOps& avx512_vector_ops() {
 }  // namespace mlx_cpp::kernels
 
 #pragma GCC pop_options
+
+#else  // not x86: the portable table stands in
+
+#include "kernels/vector_ops.h"
+
+namespace mlx_cpp::kernels {
+const VectorOps& avx512_vector_ops() {
+  return scalar_vector_ops();
+}
+}  // namespace mlx_cpp::kernels
+
+#endif
