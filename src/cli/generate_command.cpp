@@ -1,6 +1,102 @@
+// mlx-cpp generate: one prompt in, streamed text out (stats on stderr).
+#include <cstdio>
+#include <iostream>
+
 #include "cli/command.h"
+#include "cli/model_argument.h"
+#include "engine/session.h"
 
 namespace mlx_cpp::cli {
-void register_generate_command(CLI::App&) {}
-void register_tokenize_commands(CLI::App&) {}
+namespace {
+
+struct GenerateArguments {
+  std::string model = kDefaultModel;
+  std::string prompt;
+  std::string system;
+  bool chat = false;
+  int max_tokens = 100;
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  int top_k = 0;
+  float min_p = 0.0f;
+  std::optional<uint64_t> seed;
+  std::optional<float> repetition_penalty;
+  int repetition_context_size = 20;
+  int context_size = 0;
+  std::vector<std::string> stop;
+};
+
+void print_stats(const TextResult& result) {
+  const auto& stats = result.stats;
+  std::fprintf(stderr, "\n==========\n");
+  std::fprintf(stderr, "Prompt: %d tokens (%d cached), %.3f tokens-per-sec\n",
+               stats.prompt_tokens + result.cached_prompt_tokens, result.cached_prompt_tokens,
+               stats.prompt_tokens_per_second());
+  std::fprintf(stderr, "Generation: %d tokens, %.3f tokens-per-sec\n", stats.generated_tokens,
+               stats.generation_tokens_per_second());
+  std::fprintf(stderr, "Peak memory: %.3f GB\n", stats.peak_memory_bytes / 1e9);
+  std::fprintf(stderr, "Finish reason: %s\n", result.finish_reason.c_str());
+}
+
+void run_generate(const GenerateArguments& args) {
+  auto session = Session::open(resolve_model_argument(args.model), {args.context_size});
+  std::vector<int> prompt_ids;
+  if (args.chat) {
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    if (!args.system.empty()) messages.push_back({{"role", "system"}, {"content", args.system}});
+    messages.push_back({{"role", "user"}, {"content", args.prompt}});
+    prompt_ids = session->encode(session->render_chat(messages, nullptr, true), false);
+  } else {
+    prompt_ids = session->encode(args.prompt, true);
+  }
+  TextRequest request;
+  request.prompt_ids = prompt_ids;
+  request.stop = args.stop;
+  auto& options = request.options;
+  options.max_tokens = args.max_tokens;
+  options.sampler = {args.temperature, args.top_p, args.min_p, 1, args.top_k, args.seed};
+  options.penalties.repetition_penalty = args.repetition_penalty;
+  options.penalties.repetition_context_size = args.repetition_context_size;
+  auto result = session->generate(request, [](const TextChunk& chunk) {
+    std::cout << chunk.text << std::flush;
+    return true;
+  });
+  std::cout << std::endl;
+  print_stats(result);
+}
+
+}  // namespace
+
+void register_generate_command(CLI::App& app) {
+  auto args = std::make_shared<GenerateArguments>();
+  auto* command = app.add_subcommand("generate", "Generate text from a prompt (streams to stdout)");
+  command->add_option("-m,--model", args->model, "Model directory or cached model name")
+      ->capture_default_str();
+  command->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
+  command->add_flag("--chat", args->chat, "Wrap the prompt as a user message in the chat template");
+  command->add_option("--system", args->system, "System message (with --chat)");
+  command->add_option("--max-tokens", args->max_tokens, "Maximum tokens to generate")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--temp", args->temperature, "Sampling temperature (0 = greedy)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--top-p", args->top_p, "Nucleus sampling mass (1 = off)")
+      ->capture_default_str();
+  command->add_option("--top-k", args->top_k, "Sample from the k most likely tokens (0 = off)")
+      ->capture_default_str();
+  command->add_option("--min-p", args->min_p, "Minimum probability relative to the top (0 = off)")
+      ->capture_default_str();
+  command->add_option("--seed", args->seed, "Random seed (same seed, same tokens)");
+  command->add_option("--repetition-penalty", args->repetition_penalty,
+                      "Penalty for tokens in the recent context (1 = off)");
+  command->add_option("--repetition-context-size", args->repetition_context_size,
+                      "Tokens the repetition penalty looks back over")
+      ->capture_default_str();
+  command->add_option("--stop", args->stop, "Stop string (repeatable)");
+  command->add_option("--ctx-size", args->context_size,
+                      "Context size in tokens (default: the model's maximum)");
+  command->callback([args] { run_generate(*args); });
+}
+
 }  // namespace mlx_cpp::cli

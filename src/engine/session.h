@@ -13,6 +13,7 @@
 
 #include "engine/token_generator.h"
 #include "model/language_model.h"
+#include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mlx_cpp {
@@ -68,19 +69,29 @@ class Session {
   // Renders the chat template with transformers' inputs (messages, tools,
   // add_generation_prompt, bos/eos tokens, extra kwargs) and tokenizes it
   // without adding special tokens again.
-  std::string render_chat(const nlohmann::json& messages, const nlohmann::json& tools,
-                          bool add_generation_prompt, const nlohmann::json& extra = {}) const;
+  std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                          bool add_generation_prompt,
+                          const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
 
   // Generates; reuses the conversation cache for the longest common token
   // prefix with the previous request. on_chunk returning false cancels.
   TextResult generate(const TextRequest& request,
                       const std::function<bool(const TextChunk&)>& on_chunk);
   void reset_cache();
+  const std::vector<int>& eos_token_ids() const { return eos_token_ids_; }
+
+  // Drops cached tokens beyond the common prefix with `prompt`; returns how
+  // many prompt tokens the cache still holds (never all of them: the last
+  // prompt token is always recomputed to produce logits).
+  int reuse_cached_prefix(const std::vector<int>& prompt);
 
  private:
   Session() = default;
   LoadedModel loaded_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ChatTemplate> chat_template_;
+  nlohmann::json generation_config_;
+  std::vector<int> eos_token_ids_;
   int context_size_ = 0;
   CacheList cache_;
   std::vector<int> cached_tokens_;  // tokens whose keys/values the cache holds

@@ -108,6 +108,7 @@ GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
       break;
     }
     const int id = token.item<int>();
+    stats.fed_ids.push_back(id);
     if (std::find(eos_token_ids.begin(), eos_token_ids.end(), id) != eos_token_ids.end()) {
       stats.finish_reason = FinishReason::stop;
       break;

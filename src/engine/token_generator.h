@@ -38,6 +38,10 @@ struct GenerationStats {
   double generation_seconds = 0;  // from the first token to the last
   size_t peak_memory_bytes = 0;
   FinishReason finish_reason = FinishReason::none;
+  // Every token read back from the sampler, including a final EOS. Each of
+  // them was fed to the model (the step after it was already scheduled), so
+  // the caches hold prompt + fed_ids.
+  std::vector<int> fed_ids;
   double prompt_tokens_per_second() const;
   double generation_tokens_per_second() const;
 };

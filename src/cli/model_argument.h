@@ -1,0 +1,13 @@
+#pragma once
+// How every command reads --model: a model directory, or the name of a
+// model in the local cache (see `mlx-cpp models`).
+#include <filesystem>
+#include <string>
+
+namespace mlx_cpp::cli {
+
+inline constexpr const char* kDefaultModel = "smollm2-135m-instruct";
+
+std::filesystem::path resolve_model_argument(const std::string& name_or_directory);
+
+}  // namespace mlx_cpp::cli
