@@ -1,7 +1,6 @@
 // Exact GGUF -> MLX affine carry: MLX's own dequantize of the carried tensor
 // must give the values gguf.quants.dequantize gives, element for element.
 #include <gtest/gtest.h>
-
 #include <mlx/ops.h>
 
 #include "io/gguf/affine_mapping.h"
@@ -53,8 +52,8 @@ TEST(GgufAffine, ExactTypesDequantizeInMlxToGgufValues) {
       carried.insert(ggml_type_name(tensor.type));
     }
   }
-  EXPECT_EQ(carried, (std::set<std::string>{"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K",
-                                            "Q5_K"}));
+  EXPECT_EQ(carried,
+            (std::set<std::string>{"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K"}));
 }
 
 TEST(GgufAffine, Q4_1AndQ8_0MapToFourAndEightBitsGroup32) {

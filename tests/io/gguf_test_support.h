@@ -36,13 +36,12 @@ inline std::vector<float> read_floats(const std::filesystem::path& path) {
 inline ::testing::AssertionResult bitwise_equal(const std::vector<float>& expected,
                                                 const float* actual, std::size_t count) {
   if (expected.size() != count) {
-    return ::testing::AssertionFailure()
-           << "size " << count << " != expected " << expected.size();
+    return ::testing::AssertionFailure() << "size " << count << " != expected " << expected.size();
   }
   for (std::size_t i = 0; i < count; ++i) {
     if (std::bit_cast<std::uint32_t>(expected[i]) != std::bit_cast<std::uint32_t>(actual[i])) {
-      return ::testing::AssertionFailure() << "element " << i << ": " << actual[i]
-                                           << " != expected " << expected[i];
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << actual[i] << " != expected " << expected[i];
     }
   }
   return ::testing::AssertionSuccess();

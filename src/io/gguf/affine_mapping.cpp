@@ -109,12 +109,16 @@ std::optional<int> exact_affine_bits(std::uint32_t type_id) {
   switch (static_cast<GgmlType>(type_id)) {
     case GgmlType::kQ4_0:
     case GgmlType::kQ4_1:
-    case GgmlType::kQ4_K: return 4;
+    case GgmlType::kQ4_K:
+      return 4;
     case GgmlType::kQ5_0:
     case GgmlType::kQ5_1:
-    case GgmlType::kQ5_K: return 5;
-    case GgmlType::kQ8_0: return 8;
-    default: return std::nullopt;
+    case GgmlType::kQ5_K:
+      return 5;
+    case GgmlType::kQ8_0:
+      return 8;
+    default:
+      return std::nullopt;
   }
 }
 

@@ -10,10 +10,10 @@
 // `scale * q + bias` rounds exactly as the gguf formula does (the products are
 // exact), so dequantized values equal gguf's element for element (only the
 // sign of a zero can differ when d == 0).
+#include <mlx/array.h>
+
 #include <cstdint>
 #include <optional>
-
-#include <mlx/array.h>
 
 namespace mlx_cpp::gguf {
 

@@ -47,7 +47,9 @@ BlockDecoder block_decoder(std::uint32_t type_id) {
 }
 }  // namespace
 
-bool can_dequantize(std::uint32_t type_id) { return block_decoder(type_id) != nullptr; }
+bool can_dequantize(std::uint32_t type_id) {
+  return block_decoder(type_id) != nullptr;
+}
 
 void dequantize(std::uint32_t type_id, std::span<const std::uint8_t> bytes, std::span<float> out) {
   auto decoder = block_decoder(type_id);

@@ -66,8 +66,8 @@ void decode_q5_k(const std::uint8_t* block, float* out) {
     int sub = e / 32;
     float scale = d * static_cast<float>(unpacked.scales[sub]);
     float minimum = dmin * static_cast<float>(unpacked.mins[sub]);
-    int q = k_quant_low_nibble(block + kQ5KQuants, e) |
-            (k_quant_fifth_bit(block + kQ5KHigh, e) << 4);
+    int q =
+        k_quant_low_nibble(block + kQ5KQuants, e) | (k_quant_fifth_bit(block + kQ5KHigh, e) << 4);
     out[e] = scale * static_cast<float>(q) - minimum;
   }
 }
@@ -101,13 +101,20 @@ void decode_q8_k(const std::uint8_t* block, float* out) {
 
 BlockDecoder k_quant_block_decoder(std::uint32_t type_id) {
   switch (static_cast<GgmlType>(type_id)) {
-    case GgmlType::kQ2_K: return decode_q2_k;
-    case GgmlType::kQ3_K: return decode_q3_k;
-    case GgmlType::kQ4_K: return decode_q4_k;
-    case GgmlType::kQ5_K: return decode_q5_k;
-    case GgmlType::kQ6_K: return decode_q6_k;
-    case GgmlType::kQ8_K: return decode_q8_k;
-    default: return nullptr;
+    case GgmlType::kQ2_K:
+      return decode_q2_k;
+    case GgmlType::kQ3_K:
+      return decode_q3_k;
+    case GgmlType::kQ4_K:
+      return decode_q4_k;
+    case GgmlType::kQ5_K:
+      return decode_q5_k;
+    case GgmlType::kQ6_K:
+      return decode_q6_k;
+    case GgmlType::kQ8_K:
+      return decode_q8_k;
+    default:
+      return nullptr;
   }
 }
 

@@ -20,8 +20,12 @@ std::uint32_t load_u32(const std::uint8_t* bytes) {
   return value;
 }
 
-void decode_f32(const std::uint8_t* block, float* out) { std::memcpy(out, block, sizeof(float)); }
-void decode_f16(const std::uint8_t* block, float* out) { *out = half_to_float(load_u16(block)); }
+void decode_f32(const std::uint8_t* block, float* out) {
+  std::memcpy(out, block, sizeof(float));
+}
+void decode_f16(const std::uint8_t* block, float* out) {
+  *out = half_to_float(load_u16(block));
+}
 void decode_bf16(const std::uint8_t* block, float* out) {
   *out = bfloat16_to_float(load_u16(block));
 }
@@ -73,15 +77,24 @@ void decode_q8_0(const std::uint8_t* block, float* out) {  // d, qs[32] int8: q 
 
 BlockDecoder legacy_block_decoder(std::uint32_t type_id) {
   switch (static_cast<GgmlType>(type_id)) {
-    case GgmlType::kF32: return decode_f32;
-    case GgmlType::kF16: return decode_f16;
-    case GgmlType::kBF16: return decode_bf16;
-    case GgmlType::kQ4_0: return decode_q4_0;
-    case GgmlType::kQ4_1: return decode_q4_1;
-    case GgmlType::kQ5_0: return decode_q5_0;
-    case GgmlType::kQ5_1: return decode_q5_1;
-    case GgmlType::kQ8_0: return decode_q8_0;
-    default: return nullptr;
+    case GgmlType::kF32:
+      return decode_f32;
+    case GgmlType::kF16:
+      return decode_f16;
+    case GgmlType::kBF16:
+      return decode_bf16;
+    case GgmlType::kQ4_0:
+      return decode_q4_0;
+    case GgmlType::kQ4_1:
+      return decode_q4_1;
+    case GgmlType::kQ5_0:
+      return decode_q5_0;
+    case GgmlType::kQ5_1:
+      return decode_q5_1;
+    case GgmlType::kQ8_0:
+      return decode_q8_0;
+    default:
+      return nullptr;
   }
 }
 

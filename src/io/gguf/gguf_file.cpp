@@ -19,17 +19,22 @@ std::size_t minimum_encoded_size(ValueType type) {
   switch (type) {
     case ValueType::kUint8:
     case ValueType::kInt8:
-    case ValueType::kBool: return 1;
+    case ValueType::kBool:
+      return 1;
     case ValueType::kUint16:
-    case ValueType::kInt16: return 2;
+    case ValueType::kInt16:
+      return 2;
     case ValueType::kUint32:
     case ValueType::kInt32:
-    case ValueType::kFloat32: return 4;
+    case ValueType::kFloat32:
+      return 4;
     case ValueType::kString:
     case ValueType::kUint64:
     case ValueType::kInt64:
-    case ValueType::kFloat64: return 8;
-    case ValueType::kArray: return 12;  // element type + count
+    case ValueType::kFloat64:
+      return 8;
+    case ValueType::kArray:
+      return 12;  // element type + count
   }
   return 1;
 }
@@ -68,24 +73,47 @@ Value read_value(ByteReader& reader, ValueType type, int depth) {
   Value value;
   value.type = type;
   switch (type) {
-    case ValueType::kUint8: value.data = std::uint64_t{reader.read<std::uint8_t>("uint8")}; break;
-    case ValueType::kInt8: value.data = std::int64_t{reader.read<std::int8_t>("int8")}; break;
-    case ValueType::kUint16: value.data = std::uint64_t{reader.read<std::uint16_t>("uint16")}; break;
-    case ValueType::kInt16: value.data = std::int64_t{reader.read<std::int16_t>("int16")}; break;
-    case ValueType::kUint32: value.data = std::uint64_t{reader.read<std::uint32_t>("uint32")}; break;
-    case ValueType::kInt32: value.data = std::int64_t{reader.read<std::int32_t>("int32")}; break;
-    case ValueType::kUint64: value.data = reader.read<std::uint64_t>("uint64"); break;
-    case ValueType::kInt64: value.data = reader.read<std::int64_t>("int64"); break;
-    case ValueType::kFloat32: value.data = double{reader.read<float>("float32")}; break;
-    case ValueType::kFloat64: value.data = reader.read<double>("float64"); break;
+    case ValueType::kUint8:
+      value.data = std::uint64_t{reader.read<std::uint8_t>("uint8")};
+      break;
+    case ValueType::kInt8:
+      value.data = std::int64_t{reader.read<std::int8_t>("int8")};
+      break;
+    case ValueType::kUint16:
+      value.data = std::uint64_t{reader.read<std::uint16_t>("uint16")};
+      break;
+    case ValueType::kInt16:
+      value.data = std::int64_t{reader.read<std::int16_t>("int16")};
+      break;
+    case ValueType::kUint32:
+      value.data = std::uint64_t{reader.read<std::uint32_t>("uint32")};
+      break;
+    case ValueType::kInt32:
+      value.data = std::int64_t{reader.read<std::int32_t>("int32")};
+      break;
+    case ValueType::kUint64:
+      value.data = reader.read<std::uint64_t>("uint64");
+      break;
+    case ValueType::kInt64:
+      value.data = reader.read<std::int64_t>("int64");
+      break;
+    case ValueType::kFloat32:
+      value.data = double{reader.read<float>("float32")};
+      break;
+    case ValueType::kFloat64:
+      value.data = reader.read<double>("float64");
+      break;
     case ValueType::kBool: {
       auto raw = reader.read<std::uint8_t>("bool");
       if (raw > 1) reader.fail("bool value " + std::to_string(raw) + " is neither 0 nor 1");
       value.data = raw == 1;
       break;
     }
-    case ValueType::kString: value.data = reader.read_string("string value"); break;
-    case ValueType::kArray: return read_array(reader, depth);
+    case ValueType::kString:
+      value.data = reader.read_string("string value");
+      break;
+    case ValueType::kArray:
+      return read_array(reader, depth);
   }
   return value;
 }
@@ -140,8 +168,7 @@ std::vector<int> TensorInfo::shape() const {
   return std::vector<int>(dims.rbegin(), dims.rend());
 }
 
-GgufFile::GgufFile(const std::filesystem::path& path)
-    : file_(std::make_unique<MappedFile>(path)) {
+GgufFile::GgufFile(const std::filesystem::path& path) : file_(std::make_unique<MappedFile>(path)) {
   parse();
 }
 

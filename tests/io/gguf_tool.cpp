@@ -1,0 +1,31 @@
+// Test driver for CTest fixtures: converts GGUF files (and pulls cached
+// models) through the io layer alone, so the GGUF tests do not depend on the
+// whole mlx-cpp binary.
+//   gguf_tool convert GGUF OUT [bits|-] [dtype]
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "io/error.h"
+#include "io/gguf/converter.h"
+
+int main(int argc, char** argv) {
+  try {
+    std::string command = argc > 1 ? argv[1] : "";
+    if (command == "convert" && argc >= 4) {
+      mlx_cpp::gguf::ConvertOptions options;
+      if (argc > 4 && std::string(argv[4]) != "-") options.bits = std::stoi(argv[4]);
+      if (argc > 5) options.dense_dtype = mlx_cpp::gguf::parse_dense_dtype(argv[5]);
+      std::filesystem::remove_all(argv[3]);
+      auto summary = mlx_cpp::gguf::convert_gguf(argv[2], argv[3], options);
+      std::cout << argv[3] << ": " << summary.quantization << ", " << summary.bytes_on_disk
+                << " bytes, " << summary.seconds << " s\n";
+      return 0;
+    }
+    std::cerr << "usage: gguf_tool convert GGUF OUT [bits|-] [dtype]\n";
+    return 2;
+  } catch (const mlx_cpp::Error& error) {
+    std::cerr << "error: " << error.what() << '\n';
+    return 1;
+  }
+}
