@@ -1,0 +1,173 @@
+// Bad checkpoints give one clear error naming the problem, never a crash.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include <mlx/io.h>
+#include <mlx/ops.h>
+
+#include "golden_case.h"
+#include "io/error.h"
+#include "io/json_file.h"
+#include "model/language_model.h"
+
+namespace mlx_cpp {
+namespace {
+namespace fs = std::filesystem;
+namespace mx = mlx::core;
+
+class LoadErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    source_ = testing::GoldenCase::load("llama_q4").model_directory;
+    directory_ = fs::path(MLX_CPP_BINARY_DIR) / "load_errors" /
+                 ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(directory_);
+    fs::create_directories(directory_);
+    for (const auto& entry : fs::directory_iterator(source_))
+      fs::copy_file(entry.path(), directory_ / entry.path().filename());
+  }
+
+  // Loads and returns the error message ("" when the load succeeded).
+  std::string load_error() const {
+    try {
+      load_model(directory_);
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "";
+  }
+
+  void edit_config(const std::function<void(nlohmann::json&)>& edit) const {
+    auto config = read_json_file(directory_ / "config.json");
+    edit(config);
+    write_json_file(directory_ / "config.json", config);
+  }
+
+  void edit_weights(const std::function<void(std::unordered_map<std::string, mx::array>&)>& edit) {
+    auto weights = mx::load_safetensors((directory_ / "model.safetensors").string()).first;
+    edit(weights);
+    mx::save_safetensors((directory_ / "model.safetensors").string(), weights, {{"format", "mlx"}});
+  }
+
+  fs::path source_, directory_;
+};
+
+TEST_F(LoadErrors, ValidCopyLoads) { EXPECT_EQ(load_error(), ""); }
+
+TEST_F(LoadErrors, MissingDirectory) {
+  directory_ /= "nowhere";
+  EXPECT_NE(load_error().find("does not exist"), std::string::npos);
+}
+
+TEST_F(LoadErrors, MissingConfig) {
+  fs::remove(directory_ / "config.json");
+  EXPECT_NE(load_error().find("no config.json"), std::string::npos);
+}
+
+TEST_F(LoadErrors, MalformedConfigJson) {
+  std::ofstream(directory_ / "config.json") << "{\"model_type\": \"llama\", ";
+  EXPECT_NE(load_error().find("malformed JSON"), std::string::npos);
+}
+
+TEST_F(LoadErrors, UnknownModelTypeListsSupported) {
+  edit_config([](auto& config) { config["model_type"] = "mamba"; });
+  auto message = load_error();
+  EXPECT_NE(message.find("unsupported model_type 'mamba'"), std::string::npos) << message;
+  EXPECT_NE(message.find("qwen3"), std::string::npos) << message;
+}
+
+TEST_F(LoadErrors, MissingWeightFiles) {
+  fs::remove(directory_ / "model.safetensors");
+  EXPECT_NE(load_error().find("no model*.safetensors"), std::string::npos);
+}
+
+TEST_F(LoadErrors, TruncatedSafetensors) {
+  const auto path = directory_ / "model.safetensors";
+  fs::resize_file(path, fs::file_size(path) / 2);
+  auto message = load_error();
+  EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+}
+
+TEST_F(LoadErrors, CorruptedSafetensorsHeader) {
+  std::fstream stream(directory_ / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  stream.seekp(8);
+  stream.write("#garbage#", 9);
+  stream.close();
+  auto message = load_error();
+  EXPECT_NE(message.find("corrupted header"), std::string::npos) << message;
+}
+
+TEST_F(LoadErrors, ImpossibleHeaderLength) {
+  std::fstream stream(directory_ / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  const char huge[8] = {'\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\x00', '\x00'};
+  stream.write(huge, 8);
+  stream.close();
+  EXPECT_NE(load_error().find("header length"), std::string::npos);
+}
+
+TEST_F(LoadErrors, ShapeMismatchNamesTensors) {
+  edit_config([](auto& config) { config["vocab_size"] = 600; });
+  auto message = load_error();
+  EXPECT_NE(message.find("model.embed_tokens.weight has shape [512, 8], expected [600, 8]"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("model.embed_tokens.scales"), std::string::npos) << message;
+}
+
+TEST_F(LoadErrors, DtypeMismatchNamesTensor) {
+  edit_weights([](auto& weights) {
+    auto& norm = weights.at("model.norm.weight");
+    norm = mx::astype(norm, mx::int32);
+  });
+  auto message = load_error();
+  EXPECT_NE(message.find("model.norm.weight has dtype int32"), std::string::npos) << message;
+}
+
+TEST_F(LoadErrors, MissingAndUnusedTensorsAreAllNamed) {
+  edit_weights([](auto& weights) {
+    weights.erase("model.layers.1.post_attention_layernorm.weight");
+    weights.insert_or_assign("model.layers.1.extra.weight", mx::zeros({4}));
+  });
+  auto message = load_error();
+  EXPECT_NE(message.find("missing model.layers.1.post_attention_layernorm.weight"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("unused model.layers.1.extra.weight"), std::string::npos) << message;
+}
+
+TEST_F(LoadErrors, BadQuantizationBlocks) {
+  edit_config([](auto& config) { config["quantization"]["bits"] = 7; });
+  EXPECT_NE(load_error().find("7-bit quantization is not supported"), std::string::npos);
+  edit_config([](auto& config) {
+    config["quantization"]["bits"] = 4;
+    config["quantization"]["group_size"] = "sixty-four";
+  });
+  EXPECT_NE(load_error().find("'group_size' must be an integer"), std::string::npos);
+  edit_config([](auto& config) {
+    config["quantization"]["group_size"] = 64;
+    config["quantization"]["mode"] = "mxfp4";
+  });
+  EXPECT_NE(load_error().find("mode 'mxfp4' is not supported"), std::string::npos);
+  edit_config([](auto& config) { config["quantization"] = "yes"; });
+  EXPECT_NE(load_error().find("'quantization' must be an object"), std::string::npos);
+}
+
+TEST_F(LoadErrors, CommandLineReportsOneLineAndFails) {
+  edit_config([](auto& config) { config["model_type"] = "mamba"; });
+  auto command = std::string(MLX_CPP_BINARY_DIR) + "/mlx-cpp generate --model " +
+                 directory_.string() + " --prompt hi 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[256];
+  while (fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  const int status = pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 1) << output;
+  EXPECT_EQ(output.rfind("error: unsupported model_type 'mamba'", 0), 0u) << output;
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+}
+
+}  // namespace
+}  // namespace mlx_cpp
