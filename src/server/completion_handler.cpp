@@ -1,0 +1,169 @@
+// POST /v1/chat/completions and /v1/completions: validate on this HTTP
+// thread, post one task to the engine, wait for its first event (which
+// decides the status), then stream or collect the rest from the task's
+// ResultChannel. A client that goes away cancels its task.
+#include <chrono>
+#include <memory>
+#include <sstream>
+
+#include "server/generation_task.h"
+#include "server/request_fields.h"
+#include "server/response_shapes.h"
+#include "server/route_context.h"
+#include "server/sse.h"
+
+namespace mlx_cpp::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// How often a waiting writer checks that its client is still connected.
+constexpr std::chrono::milliseconds kPollInterval{100};
+
+// Drives one accepted task's response from inside httplib's content
+// provider; each call handles one event.
+struct ResponseOptions {
+  bool stream = false;
+  bool include_usage = false;
+  bool logprobs = false;
+};
+
+class ResponseWriter {
+ public:
+  ResponseWriter(RouteContext& context, std::shared_ptr<ResultChannel> channel,
+                 std::unique_ptr<ResponseShape> shape, ResponseOptions options, int prompt_tokens,
+                 Clock::time_point arrival)
+      : context_(context),
+        channel_(std::move(channel)),
+        shape_(std::move(shape)),
+        stream_(options.stream),
+        include_usage_(options.include_usage),
+        logprobs_(options.logprobs),
+        prompt_tokens_(prompt_tokens),
+        arrival_(arrival) {}
+
+  // httplib's provider contract: false aborts the connection.
+  bool next(httplib::DataSink& sink) {
+    if (stream_ && !opened_) {
+      opened_ = true;
+      auto opening = shape_->opening_chunk();
+      if (!opening.is_null() && !write(sink, sse_event(opening))) return false;
+    }
+    auto event = channel_->pop(kPollInterval);
+    if (!event) return client_still_there(sink);
+    if (auto* chunk = std::get_if<TextChunk>(&*event)) return on_chunk(sink, std::move(*chunk));
+    if (auto* result = std::get_if<TextResult>(&*event)) return on_result(sink, *result);
+    if (auto* error = std::get_if<ErrorResponse>(&*event)) return on_error(sink, *error);
+    return true;
+  }
+
+  void cancel() { channel_->cancel(); }
+
+ private:
+  bool write(httplib::DataSink& sink, const std::string& data) {
+    if (sink.write(data.data(), data.size())) return true;
+    channel_->cancel();  // the client is gone: stop generating
+    return false;
+  }
+
+  bool client_still_there(httplib::DataSink& sink) {
+    if (sink.is_writable()) return true;
+    channel_->cancel();
+    return false;
+  }
+
+  bool on_chunk(httplib::DataSink& sink, TextChunk chunk) {
+    if (chunk.text.empty() && (chunk.tokens.empty() || !logprobs_)) return true;
+    if (!first_text_) first_text_ = Clock::now();
+    if (stream_) return write(sink, sse_event(shape_->text_chunk(chunk)));
+    chunks_.push_back(std::move(chunk));
+    return client_still_there(sink);
+  }
+
+  bool on_result(httplib::DataSink& sink, const TextResult& result) {
+    Usage usage{prompt_tokens_, static_cast<int>(result.completion_ids.size()),
+                result.cached_prompt_tokens};
+    record(result, usage);
+    std::string data;
+    if (stream_) {
+      data = sse_event(shape_->final_chunk(finish_reason_of(result)));
+      if (include_usage_) data += sse_event(shape_->usage_chunk(usage));
+      data += sse_done();
+    } else {
+      data = json_text(shape_->whole_response(chunks_, result, usage));
+    }
+    if (!write(sink, data)) return false;
+    sink.done();
+    return true;
+  }
+
+  // A fault after the response started: the status is already 200, so the
+  // error goes in the body (an SSE event for streams).
+  bool on_error(httplib::DataSink& sink, const ErrorResponse& error) {
+    std::string data = stream_ ? sse_event(error.body) + sse_done() : json_text(error.body);
+    if (!write(sink, data)) return false;
+    sink.done();
+    return true;
+  }
+
+  void record(const TextResult& result, const Usage& usage) {
+    double first_token_seconds =
+        std::chrono::duration<double>(first_text_.value_or(Clock::now()) - arrival_).count();
+    context_.metrics.record_generation(usage.prompt_tokens, usage.completion_tokens,
+                                       usage.cached_tokens, first_token_seconds,
+                                       result.stats.generation_tokens_per_second());
+    std::ostringstream detail;
+    detail << "prompt=" << usage.prompt_tokens << " cached=" << usage.cached_tokens
+           << " completion=" << usage.completion_tokens << " finish=" << finish_reason_of(result);
+    set_log_detail(detail.str());
+  }
+
+  RouteContext& context_;
+  std::shared_ptr<ResultChannel> channel_;
+  std::unique_ptr<ResponseShape> shape_;
+  bool stream_;
+  bool include_usage_;
+  bool logprobs_;
+  int prompt_tokens_;
+  Clock::time_point arrival_;
+  std::optional<Clock::time_point> first_text_;
+  std::vector<TextChunk> chunks_;
+  bool opened_ = false;
+};
+
+ModelInfo ready_model(const EngineThread& engine) {
+  auto info = engine.model_info();
+  if (!info || engine.state() != EngineState::ready)
+    throw ApiError(503, "unavailable_error",
+                   engine.state() == EngineState::loading ? "the model is still loading"
+                                                          : "the server is not serving");
+  return *info;
+}
+
+}  // namespace
+
+void handle_completion(RouteContext& context, const httplib::Request& http_request,
+                       httplib::Response& response, Endpoint endpoint) {
+  const auto arrival = Clock::now();
+  const ModelInfo model = ready_model(context.engine);
+  const auto body = parse_json_body(http_request.body);
+  auto request = endpoint == Endpoint::chat ? parse_chat_request(body, model)
+                                            : parse_completion_request(body, model);
+  auto shape = endpoint == Endpoint::chat ? make_chat_shape(model.id, request.text.logprobs)
+                                          : make_completion_shape(model.id, request.text.logprobs);
+  const ResponseOptions options{request.stream, request.include_usage, request.text.logprobs};
+  auto channel = std::make_shared<ResultChannel>();
+  context.engine.post(make_generation_task(std::move(request), channel));
+
+  TaskEvent first = channel->wait();
+  if (auto* error = std::get_if<ErrorResponse>(&first)) return set_error(response, *error);
+  const int prompt_tokens = std::get<PromptReady>(first).prompt_tokens;
+  auto writer = std::make_shared<ResponseWriter>(context, channel, std::move(shape), options,
+                                                 prompt_tokens, arrival);
+  if (options.stream) response.set_header("Cache-Control", "no-cache");
+  response.set_chunked_content_provider(
+      options.stream ? "text/event-stream" : "application/json",
+      [writer](size_t, httplib::DataSink& sink) { return writer->next(sink); },
+      [writer](bool) { writer->cancel(); });
+}
+
+}  // namespace mlx_cpp::server

@@ -1,0 +1,173 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <array>
+#include <iostream>
+
+#include "io/error.h"
+#include "server/route_context.h"
+#include "server/sse.h"
+
+namespace mlx_cpp::server {
+namespace {
+
+thread_local std::chrono::steady_clock::time_point request_start;
+thread_local std::string log_detail;
+
+const std::array<std::string, 7> kRouteLabels = {
+    "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/tokenize",
+    "/detokenize",          "/metrics"};
+
+// A bounded label for metrics: the route, or "other" (unknown paths must not
+// create one time series each).
+std::string route_label(const std::string& path) {
+  for (const auto& route : kRouteLabels)
+    if (path == route || (route == "/v1/models" && path.rfind("/v1/models/", 0) == 0)) return route;
+  return "other";
+}
+
+// Compares without an early exit so the time taken says nothing of the key.
+bool same_secret(const std::string& given, const std::string& expected) {
+  unsigned char difference = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < given.size(); ++i)
+    difference |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
+  return difference == 0;
+}
+
+std::string default_message(int status) {
+  switch (status) {
+    case 404:
+      return "no such route";
+    case 405:
+      return "method not allowed on this route";
+    case 413:
+      return "request body is too large";
+    case 414:
+      return "request URI is too long";
+    default:
+      return "invalid HTTP request";
+  }
+}
+
+}  // namespace
+
+void set_json(httplib::Response& response, int status, const nlohmann::ordered_json& body) {
+  response.status = status;
+  response.set_content(json_text(body), "application/json");
+}
+
+void set_error(httplib::Response& response, const ErrorResponse& error) {
+  set_json(response, error.status, error.body);
+}
+
+void set_log_detail(std::string detail) {
+  log_detail = std::move(detail);
+}
+
+std::string take_log_detail() {
+  return std::exchange(log_detail, {});
+}
+
+httplib::Server::Handler guarded(RouteHandler handler) {
+  return
+      [handler = std::move(handler)](const httplib::Request& request, httplib::Response& response) {
+        try {
+          handler(request, response);
+        } catch (...) {
+          auto error = error_response_for(std::current_exception());
+          if (error.status >= 500)
+            std::cerr << "error: " << request.method << ' ' << request.path << ": "
+                      << error.body["error"]["message"].get<std::string>() << std::endl;
+          set_error(response, error);
+        }
+      };
+}
+
+HttpServer::HttpServer(ServerConfig config, EngineThread& engine)
+    : config_(std::move(config)),
+      engine_(engine),
+      http_(std::make_unique<httplib::Server>()),
+      context_(std::make_unique<RouteContext>(RouteContext{config_, engine_, metrics_})) {
+  const size_t threads = config_.max_queue + 8;  // every accepted request gets a thread
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(config_.max_body_bytes);
+  http_->set_tcp_nodelay(true);
+  install_hooks();
+  register_routes(*http_, *context_);
+}
+
+HttpServer::~HttpServer() {
+  stop();
+}
+
+void HttpServer::install_hooks() {
+  http_->set_pre_routing_handler(
+      [this](const httplib::Request& request, httplib::Response& response) {
+        request_start = std::chrono::steady_clock::now();
+        log_detail.clear();
+        if (config_.api_key.empty() || request.path == "/health" || request.method == "OPTIONS")
+          return httplib::Server::HandlerResponse::Unhandled;
+        if (same_secret(request.get_header_value("Authorization"), "Bearer " + config_.api_key))
+          return httplib::Server::HandlerResponse::Unhandled;
+        set_json(response, 401,
+                 error_body("invalid or missing API key (send 'Authorization: Bearer KEY')",
+                            "authentication_error", {}, "invalid_api_key"));
+        return httplib::Server::HandlerResponse::Handled;
+      });
+  // Failures httplib answers itself (unknown route, body too large) get an
+  // OpenAI-style body too.
+  http_->set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request&, httplib::Response& response) {
+        if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string type = response.status == 404 ? "not_found_error" : "invalid_request_error";
+        set_json(response, response.status, error_body(default_message(response.status), type));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  if (!config_.cors_origin.empty()) {
+    http_->Options(R"(.*)", [](const httplib::Request&, httplib::Response& response) {
+      response.status = 204;
+      response.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      response.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      response.set_header("Access-Control-Max-Age", "600");
+    });
+    http_->set_post_routing_handler([this](const httplib::Request&, httplib::Response& response) {
+      response.set_header("Access-Control-Allow-Origin", config_.cors_origin);
+      response.set_header("Vary", "Origin");
+    });
+  }
+  http_->set_logger([this](const httplib::Request& request, const httplib::Response& response) {
+    metrics_.record_request(route_label(request.path), response.status);
+    if (!config_.log_requests) return;
+    auto elapsed =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - request_start);
+    std::string detail = take_log_detail();
+    std::clog << "[serve] " << request.remote_addr << ' ' << request.method << ' ' << request.path
+              << ' ' << response.status << ' ' << static_cast<long long>(elapsed.count()) << "ms"
+              << (detail.empty() ? "" : " ") << detail << std::endl;
+  });
+}
+
+int HttpServer::bind() {
+  int port = config_.port;
+  if (port == 0) {
+    port = http_->bind_to_any_port(config_.host);
+  } else if (!http_->bind_to_port(config_.host, port)) {
+    port = -1;
+  }
+  if (port < 0)
+    throw Error("serve: cannot listen on " + config_.host + ":" + std::to_string(config_.port) +
+                " (address in use or not available)");
+  return port;
+}
+
+void HttpServer::listen() {
+  if (!stopping_) http_->listen_after_bind();
+}
+
+void HttpServer::stop() {
+  stopping_ = true;
+  http_->stop();
+}
+
+}  // namespace mlx_cpp::server

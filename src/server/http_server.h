@@ -1,0 +1,59 @@
+#pragma once
+// The OpenAI-compatible HTTP front end: cpp-httplib's server with our
+// routes (routes.cpp), API-key check, CORS, body limit, OpenAI-style error
+// bodies for every failure and one log line per request. It talks to the
+// model only through the EngineThread's task queue.
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "server/engine_thread.h"
+#include "server/metrics.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace mlx_cpp::server {
+
+struct RouteContext;
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;          // 0: any free port (see HttpServer::bind)
+  std::string api_key;      // empty: no authentication
+  std::string cors_origin;  // empty: no CORS headers
+  size_t max_queue = 32;    // requests waiting or running before 503
+  size_t max_body_bytes = 8u << 20;
+  bool log_requests = true;
+};
+
+class HttpServer {
+ public:
+  HttpServer(ServerConfig config, EngineThread& engine);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket; returns the port. Throws Error on failure.
+  int bind();
+  // Serves until stop(); returns after in-flight connections have ended.
+  void listen();
+  // Stops accepting; safe from any thread.
+  void stop();
+  Metrics& metrics() { return metrics_; }
+
+ private:
+  void install_hooks();
+
+  ServerConfig config_;
+  EngineThread& engine_;
+  Metrics metrics_;
+  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<RouteContext> context_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace mlx_cpp::server

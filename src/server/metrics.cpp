@@ -1,0 +1,65 @@
+#include "server/metrics.h"
+
+#include <sstream>
+
+namespace mlx_cpp::server {
+
+void Metrics::record_request(const std::string& route, int status) {
+  std::lock_guard lock(mutex_);
+  ++requests_[{route, status}];
+}
+
+void Metrics::record_generation(int prompt_tokens, int completion_tokens, int cached_tokens,
+                                double time_to_first_token_seconds,
+                                double generation_tokens_per_second) {
+  std::lock_guard lock(mutex_);
+  prompt_tokens_ += prompt_tokens;
+  completion_tokens_ += completion_tokens;
+  cached_tokens_ += cached_tokens;
+  ++generations_;
+  time_to_first_token_sum_ += time_to_first_token_seconds;
+  last_tokens_per_second_ = generation_tokens_per_second;
+}
+
+namespace {
+
+void family(std::ostringstream& out, const char* name, const char* type, const char* help) {
+  out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+}
+
+}  // namespace
+
+std::string Metrics::render(const EngineLoad& load) const {
+  std::lock_guard lock(mutex_);
+  std::ostringstream out;
+  family(out, "mlx_cpp_requests_total", "counter", "HTTP requests by route and status.");
+  long long errors = 0;
+  for (const auto& [key, count] : requests_) {
+    out << "mlx_cpp_requests_total{route=\"" << key.first << "\",status=\"" << key.second << "\"} "
+        << count << '\n';
+    if (key.second >= 400) errors += count;
+  }
+  family(out, "mlx_cpp_errors_total", "counter", "HTTP responses with status >= 400.");
+  out << "mlx_cpp_errors_total " << errors << '\n';
+  family(out, "mlx_cpp_prompt_tokens_total", "counter", "Prompt tokens of finished generations.");
+  out << "mlx_cpp_prompt_tokens_total " << prompt_tokens_ << '\n';
+  family(out, "mlx_cpp_cached_prompt_tokens_total", "counter",
+         "Prompt tokens reused from the conversation cache.");
+  out << "mlx_cpp_cached_prompt_tokens_total " << cached_tokens_ << '\n';
+  family(out, "mlx_cpp_completion_tokens_total", "counter", "Generated tokens.");
+  out << "mlx_cpp_completion_tokens_total " << completion_tokens_ << '\n';
+  family(out, "mlx_cpp_time_to_first_token_seconds", "summary",
+         "From request arrival (queueing included) to the first generated text.");
+  out << "mlx_cpp_time_to_first_token_seconds_sum " << time_to_first_token_sum_ << '\n'
+      << "mlx_cpp_time_to_first_token_seconds_count " << generations_ << '\n';
+  family(out, "mlx_cpp_generation_tokens_per_second", "gauge",
+         "Decode speed of the last finished generation.");
+  out << "mlx_cpp_generation_tokens_per_second " << last_tokens_per_second_ << '\n';
+  family(out, "mlx_cpp_queue_depth", "gauge", "Requests waiting for the engine thread.");
+  out << "mlx_cpp_queue_depth " << load.queued << '\n';
+  family(out, "mlx_cpp_requests_active", "gauge", "Requests waiting or generating.");
+  out << "mlx_cpp_requests_active " << load.active << '\n';
+  return out.str();
+}
+
+}  // namespace mlx_cpp::server

@@ -1,0 +1,34 @@
+#pragma once
+// Counters for GET /metrics in Prometheus' text format (version 0.0.4).
+// Updated from HTTP threads; every method is thread-safe.
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace mlx_cpp::server {
+
+struct EngineLoad {
+  size_t queued = 0;  // waiting for the engine thread
+  size_t active = 0;  // waiting + running
+};
+
+class Metrics {
+ public:
+  // route is one of the served routes or "other" (keeps labels bounded).
+  void record_request(const std::string& route, int status);
+  void record_generation(int prompt_tokens, int completion_tokens, int cached_tokens,
+                         double time_to_first_token_seconds, double generation_tokens_per_second);
+  std::string render(const EngineLoad& load) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, long long> requests_;  // (route, status) → count
+  long long prompt_tokens_ = 0;
+  long long completion_tokens_ = 0;
+  long long cached_tokens_ = 0;
+  long long generations_ = 0;
+  double time_to_first_token_sum_ = 0;
+  double last_tokens_per_second_ = 0;
+};
+
+}  // namespace mlx_cpp::server

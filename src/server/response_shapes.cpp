@@ -1,0 +1,206 @@
+#include "server/response_shapes.h"
+
+#include <ctime>
+#include <random>
+
+namespace mlx_cpp::server {
+namespace {
+
+std::string random_id(const std::string& prefix) {
+  static thread_local std::mt19937_64 generator{std::random_device{}()};
+  static const char digits[] = "0123456789abcdef";
+  std::string id = prefix;
+  for (int i = 0; i < 24; ++i) id += digits[generator() % 16];
+  return id;
+}
+
+nlohmann::ordered_json byte_list(const std::string& text) {
+  auto bytes = nlohmann::ordered_json::array();
+  for (unsigned char byte : text) bytes.push_back(int(byte));
+  return bytes;
+}
+
+// Chat logprobs: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}.
+nlohmann::ordered_json chat_logprob_entries(const TextChunk& chunk) {
+  auto entries = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < chunk.tokens.size(); ++i) {
+    const auto& token = chunk.tokens[i];
+    auto top = nlohmann::ordered_json::array();
+    if (i < chunk.alternatives.size())
+      for (const auto& alternative : chunk.alternatives[i])
+        top.push_back({{"token", alternative.text},
+                       {"logprob", alternative.logprob},
+                       {"bytes", byte_list(alternative.text)}});
+    entries.push_back({{"token", token.text},
+                       {"logprob", token.logprob},
+                       {"bytes", byte_list(token.text)},
+                       {"top_logprobs", top}});
+  }
+  return entries;
+}
+
+// Completions (legacy) logprobs: parallel lists; offsets count bytes of
+// the text produced so far.
+struct LegacyLogprobs {
+  nlohmann::ordered_json tokens = nlohmann::ordered_json::array();
+  nlohmann::ordered_json token_logprobs = nlohmann::ordered_json::array();
+  nlohmann::ordered_json top_logprobs = nlohmann::ordered_json::array();
+  nlohmann::ordered_json text_offset = nlohmann::ordered_json::array();
+  size_t offset = 0;
+
+  void add(const TextChunk& chunk) {
+    for (size_t i = 0; i < chunk.tokens.size(); ++i) {
+      tokens.push_back(chunk.tokens[i].text);
+      token_logprobs.push_back(chunk.tokens[i].logprob);
+      auto top = nlohmann::ordered_json::object();
+      if (i < chunk.alternatives.size())
+        for (const auto& alternative : chunk.alternatives[i])
+          top[alternative.text] = alternative.logprob;
+      top_logprobs.push_back(top);
+      text_offset.push_back(offset);
+      offset += chunk.tokens[i].text.size();
+    }
+  }
+  nlohmann::ordered_json to_json() const {
+    return {{"tokens", tokens},
+            {"token_logprobs", token_logprobs},
+            {"top_logprobs", top_logprobs},
+            {"text_offset", text_offset}};
+  }
+};
+
+class ChatShape : public ResponseShape {
+ public:
+  ChatShape(const std::string& model, bool logprobs)
+      : ResponseShape(random_id("chatcmpl-"), "chat.completion.chunk", model, logprobs) {}
+
+  nlohmann::ordered_json opening_chunk() const override {
+    return chunk_with({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
+  }
+  nlohmann::ordered_json text_chunk(const TextChunk& chunk) const override {
+    nlohmann::ordered_json logprobs = nullptr;
+    if (logprobs_) logprobs = {{"content", chat_logprob_entries(chunk)}};
+    return chunk_with({{"content", chunk.text}}, nullptr, logprobs);
+  }
+  nlohmann::ordered_json final_chunk(const std::string& finish_reason) const override {
+    return chunk_with(nlohmann::ordered_json::object(), finish_reason, nullptr);
+  }
+  nlohmann::ordered_json whole_response(const std::vector<TextChunk>& chunks,
+                                        const TextResult& result,
+                                        const Usage& usage) const override {
+    nlohmann::ordered_json choice = {{"index", 0},
+                                     {"message", {{"role", "assistant"}, {"content", result.text}}},
+                                     {"logprobs", nullptr},
+                                     {"finish_reason", finish_reason_of(result)}};
+    if (logprobs_) {
+      auto entries = nlohmann::ordered_json::array();
+      for (const auto& chunk : chunks)
+        for (auto& entry : chat_logprob_entries(chunk)) entries.push_back(std::move(entry));
+      choice["logprobs"] = {{"content", entries}};
+    }
+    auto response = envelope("chat.completion");
+    response["choices"] = nlohmann::ordered_json::array({choice});
+    response["usage"] = usage_json(usage);
+    return response;
+  }
+
+ private:
+  nlohmann::ordered_json chunk_with(nlohmann::ordered_json delta,
+                                    nlohmann::ordered_json finish_reason,
+                                    nlohmann::ordered_json logprobs) const {
+    auto chunk = envelope(chunk_object_);
+    chunk["choices"] =
+        nlohmann::ordered_json::array({{{"index", 0},
+                                        {"delta", std::move(delta)},
+                                        {"logprobs", std::move(logprobs)},
+                                        {"finish_reason", std::move(finish_reason)}}});
+    return chunk;
+  }
+};
+
+class CompletionShape : public ResponseShape {
+ public:
+  CompletionShape(const std::string& model, bool logprobs)
+      : ResponseShape(random_id("cmpl-"), "text_completion", model, logprobs) {}
+
+  nlohmann::ordered_json opening_chunk() const override { return nullptr; }
+  nlohmann::ordered_json text_chunk(const TextChunk& chunk) const override {
+    nlohmann::ordered_json logprobs = nullptr;
+    if (logprobs_) {
+      LegacyLogprobs legacy;
+      legacy.add(chunk);
+      logprobs = legacy.to_json();
+    }
+    return chunk_with(chunk.text, nullptr, logprobs);
+  }
+  nlohmann::ordered_json final_chunk(const std::string& finish_reason) const override {
+    return chunk_with("", finish_reason, nullptr);
+  }
+  nlohmann::ordered_json whole_response(const std::vector<TextChunk>& chunks,
+                                        const TextResult& result,
+                                        const Usage& usage) const override {
+    nlohmann::ordered_json logprobs = nullptr;
+    if (logprobs_) {
+      LegacyLogprobs legacy;
+      for (const auto& chunk : chunks) legacy.add(chunk);
+      logprobs = legacy.to_json();
+    }
+    auto response = chunk_with(result.text, finish_reason_of(result), logprobs);
+    response["usage"] = usage_json(usage);
+    return response;
+  }
+
+ private:
+  nlohmann::ordered_json chunk_with(const std::string& text, nlohmann::ordered_json finish_reason,
+                                    nlohmann::ordered_json logprobs) const {
+    auto chunk = envelope(chunk_object_);
+    chunk["choices"] =
+        nlohmann::ordered_json::array({{{"index", 0},
+                                        {"text", text},
+                                        {"logprobs", std::move(logprobs)},
+                                        {"finish_reason", std::move(finish_reason)}}});
+    return chunk;
+  }
+};
+
+}  // namespace
+
+nlohmann::ordered_json usage_json(const Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+}
+
+std::string finish_reason_of(const TextResult& result) {
+  if (result.finish_reason.empty()) return "stop";
+  return result.finish_reason;
+}
+
+ResponseShape::ResponseShape(std::string id, std::string object, std::string model, bool logprobs)
+    : id_(std::move(id)),
+      chunk_object_(std::move(object)),
+      model_(std::move(model)),
+      created_(static_cast<long long>(std::time(nullptr))),
+      logprobs_(logprobs) {}
+
+nlohmann::ordered_json ResponseShape::envelope(const std::string& object) const {
+  return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
+}
+
+nlohmann::ordered_json ResponseShape::usage_chunk(const Usage& usage) const {
+  auto chunk = envelope(chunk_object_);
+  chunk["choices"] = nlohmann::ordered_json::array();
+  chunk["usage"] = usage_json(usage);
+  return chunk;
+}
+
+std::unique_ptr<ResponseShape> make_chat_shape(const std::string& model, bool logprobs) {
+  return std::make_unique<ChatShape>(model, logprobs);
+}
+
+std::unique_ptr<ResponseShape> make_completion_shape(const std::string& model, bool logprobs) {
+  return std::make_unique<CompletionShape>(model, logprobs);
+}
+
+}  // namespace mlx_cpp::server

@@ -1,0 +1,48 @@
+#pragma once
+// What route handlers share, and the wrapper that turns any exception into
+// an OpenAI-style error response (400 for invalid input, 500 for faults).
+#include <httplib.h>
+
+#include <functional>
+#include <string>
+
+#include "server/engine_thread.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+
+namespace mlx_cpp::server {
+
+struct RouteContext {
+  const ServerConfig& config;
+  EngineThread& engine;
+  Metrics& metrics;
+};
+
+using RouteHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+// Runs `handler`; an exception becomes the JSON error body of
+// error_response_for() (500s are logged).
+httplib::Server::Handler guarded(RouteHandler handler);
+
+void set_json(httplib::Response& response, int status, const nlohmann::ordered_json& body);
+void set_error(httplib::Response& response, const ErrorResponse& error);
+// Extra words for this request's log line (token counts), kept per thread
+// because httplib serves a request on one thread from routing to logging.
+void set_log_detail(std::string detail);
+std::string take_log_detail();
+
+// Handlers (completion_handler.cpp, info_handlers.cpp).
+void handle_completion(RouteContext& context, const httplib::Request& request,
+                       httplib::Response& response, Endpoint endpoint);
+void handle_models(RouteContext& context, const httplib::Request& request,
+                   httplib::Response& response);
+void handle_health(RouteContext& context, httplib::Response& response);
+void handle_tokenize(RouteContext& context, const httplib::Request& request,
+                     httplib::Response& response);
+void handle_detokenize(RouteContext& context, const httplib::Request& request,
+                       httplib::Response& response);
+void handle_metrics(RouteContext& context, httplib::Response& response);
+
+void register_routes(httplib::Server& http, RouteContext& context);
+
+}  // namespace mlx_cpp::server

@@ -1,0 +1,32 @@
+// The route table: every endpoint the server answers, in one place.
+#include "server/route_context.h"
+
+namespace mlx_cpp::server {
+
+void register_routes(httplib::Server& http, RouteContext& context) {
+  auto* ctx = &context;
+  http.Post("/v1/chat/completions", guarded([ctx](const auto& request, auto& response) {
+              handle_completion(*ctx, request, response, Endpoint::chat);
+            }));
+  http.Post("/v1/completions", guarded([ctx](const auto& request, auto& response) {
+              handle_completion(*ctx, request, response, Endpoint::completion);
+            }));
+  http.Get("/v1/models", guarded([ctx](const auto& request, auto& response) {
+             handle_models(*ctx, request, response);
+           }));
+  http.Get(R"(/v1/models/(.+))", guarded([ctx](const auto& request, auto& response) {
+             handle_models(*ctx, request, response);
+           }));
+  http.Get("/health",
+           guarded([ctx](const auto&, auto& response) { handle_health(*ctx, response); }));
+  http.Post("/tokenize", guarded([ctx](const auto& request, auto& response) {
+              handle_tokenize(*ctx, request, response);
+            }));
+  http.Post("/detokenize", guarded([ctx](const auto& request, auto& response) {
+              handle_detokenize(*ctx, request, response);
+            }));
+  http.Get("/metrics",
+           guarded([ctx](const auto&, auto& response) { handle_metrics(*ctx, response); }));
+}
+
+}  // namespace mlx_cpp::server
