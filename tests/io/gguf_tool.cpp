@@ -2,12 +2,14 @@
 // models) through the io layer alone, so the GGUF tests do not depend on the
 // whole mlx-cpp binary.
 //   gguf_tool convert GGUF OUT [bits|-] [dtype]
+//   gguf_tool pull NAME        (prints the converted directory last)
 #include <filesystem>
 #include <iostream>
 #include <string>
 
 #include "io/error.h"
 #include "io/gguf/converter.h"
+#include "io/model_cache.h"
 
 int main(int argc, char** argv) {
   try {
@@ -22,7 +24,12 @@ int main(int argc, char** argv) {
                 << " bytes, " << summary.seconds << " s\n";
       return 0;
     }
-    std::cerr << "usage: gguf_tool convert GGUF OUT [bits|-] [dtype]\n";
+    if (command == "pull" && argc == 3) {
+      auto model = mlx_cpp::pull_model(argv[2], std::cout);
+      std::cout << model.directory.string() << '\n';
+      return 0;
+    }
+    std::cerr << "usage: gguf_tool convert GGUF OUT [bits|-] [dtype] | pull NAME\n";
     return 2;
   } catch (const mlx_cpp::Error& error) {
     std::cerr << "error: " << error.what() << '\n';

