@@ -8,5 +8,7 @@ namespace mlx_cpp::cli {
 
 void register_generate_command(CLI::App& app);
 void register_tokenize_commands(CLI::App& app);
+void register_convert_command(CLI::App& app);
+void register_models_commands(CLI::App& app);
 
 }  // namespace mlx_cpp::cli

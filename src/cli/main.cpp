@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "mlx-cpp 0.1.0");
   mlx_cpp::cli::register_generate_command(app);
   mlx_cpp::cli::register_tokenize_commands(app);
+  mlx_cpp::cli::register_convert_command(app);
+  mlx_cpp::cli::register_models_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
