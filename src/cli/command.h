@@ -10,5 +10,8 @@ void register_generate_command(CLI::App& app);
 void register_tokenize_commands(CLI::App& app);
 void register_convert_command(CLI::App& app);
 void register_models_commands(CLI::App& app);
+void register_chat_command(CLI::App& app);
+void register_serve_command(CLI::App& app);
+void register_template_command(CLI::App& app);
 
 }  // namespace mlx_cpp::cli

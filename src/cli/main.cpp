@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
   mlx_cpp::cli::register_tokenize_commands(app);
   mlx_cpp::cli::register_convert_command(app);
   mlx_cpp::cli::register_models_commands(app);
+  mlx_cpp::cli::register_chat_command(app);
+  mlx_cpp::cli::register_serve_command(app);
+  mlx_cpp::cli::register_template_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
