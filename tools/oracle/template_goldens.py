@@ -16,6 +16,7 @@ Adding a real model's template is one argument: --template-file PATH.
 import argparse
 import json
 import pathlib
+import random
 import sys
 
 from transformers.utils.chat_template_utils import _normalize_chat_messages, render_jinja_template
@@ -125,6 +126,54 @@ def conversation_cases():
     ]
 
 
+RANDOM_TEXTS = ["Hi", "", " spaced ", "line one\nline two", "Ünïcødé ✓ 😀", "tab\tand \"quote\"",
+                "{{ braces }}", "<think>inner</think>", "a'b", "1.5"]
+RANDOM_ARGUMENTS = [{}, {"city": "Oslo"}, {"n": 3, "ratio": 0.25, "ok": True, "none": None},
+                    {"nested": {"list": [1, "two", {"three": 3.0}]}}, "{\"city\": \"Rome\"}"]
+
+
+def random_message(rng, role, call_number):
+    message = {"role": role, "content": rng.choice(RANDOM_TEXTS)}
+    if role == "user" and rng.random() < 0.2:
+        message["content"] = [{"type": "text", "text": rng.choice(RANDOM_TEXTS)}]
+    if role == "assistant":
+        if rng.random() < 0.3:
+            message["reasoning_content"] = rng.choice(RANDOM_TEXTS)
+        if rng.random() < 0.4:
+            message["content"] = rng.choice(["", None, "Calling."])
+            message["tool_calls"] = [
+                tool_call(f"call{call_number}x{i}", rng.choice(["get_weather", "search"]),
+                          rng.choice(RANDOM_ARGUMENTS)) for i in range(rng.randint(1, 2))]
+    return message
+
+
+def random_conversation(rng):
+    """A plausible conversation: optional system, alternating turns, tool
+    results after tool calls, random kwargs."""
+    messages = []
+    if rng.random() < 0.5:
+        messages.append({"role": "system", "content": rng.choice(RANDOM_TEXTS[1:])})
+    for turn in range(rng.randint(1, 3)):
+        messages.append(random_message(rng, "user", turn))
+        if turn < 2 or rng.random() < 0.5:
+            assistant = random_message(rng, "assistant", turn)
+            messages.append(assistant)
+            for call in assistant.get("tool_calls", []):
+                messages.append({"role": "tool", "tool_call_id": call["id"],
+                                 "content": rng.choice(RANDOM_TEXTS)})
+    options = {"add_generation_prompt": messages[-1]["role"] != "assistant" or rng.random() < 0.3}
+    if rng.random() < 0.5:
+        options["tools"] = rng.sample([WEATHER_TOOL, SEARCH_TOOL], rng.randint(1, 2))
+    if rng.random() < 0.4:
+        options["enable_thinking"] = rng.random() < 0.5
+    return messages, options
+
+
+def random_cases(count, seed):
+    rng = random.Random(seed)
+    return [(f"random_{index}", *random_conversation(rng)) for index in range(count)]
+
+
 def render_case(template, messages, options):
     context = {"messages": messages, "add_generation_prompt": True, **SPECIAL_TOKENS, **options}
     kwargs = dict(context)
@@ -156,6 +205,9 @@ def main():
     parser.add_argument("--templates-dir", help="directory of *.jinja test templates")
     parser.add_argument("--template-dir", action="append", default=[], help="more *.jinja")
     parser.add_argument("--template-file", action="append", default=[], help="one more template")
+    parser.add_argument("--random-cases", type=int, default=24,
+                        help="randomized conversations per template (fixed seed)")
+    parser.add_argument("--seed", type=int, default=1234)
     args = parser.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -166,7 +218,7 @@ def main():
     for path in paths:
         template = path.read_text(encoding="utf-8")
         cases = []
-        for name, messages, options in conversation_cases():
+        for name, messages, options in conversation_cases() + random_cases(args.random_cases, args.seed):
             cases.append({"name": name, **render_case(template, messages, options)})
         golden = {"template_file": str(path.resolve()), "cases": cases}
         golden_name = path.stem + ".json"
