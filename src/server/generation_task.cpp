@@ -46,7 +46,7 @@ void run_generation(Backend& backend, CompletionRequest& request, ResultChannel&
     channel.push(std::move(result));
   } catch (...) {
     auto response = error_response_for(std::current_exception());
-    if (response.status >= 500)
+    if (response.status == 500)
       std::cerr << "error: generation failed: "
                 << response.body["error"]["message"].get<std::string>() << std::endl;
     channel.push(std::move(response));

@@ -1,6 +1,9 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <iostream>
@@ -50,6 +53,28 @@ std::string default_message(int status) {
   }
 }
 
+// cpp-httplib 0.11 listens with a backlog of 5, so a burst of clients
+// overflows the accept queue and some connections fail. Linux lets listen()
+// be called again on a listening socket to resize its queue; the socket is
+// found by its port since httplib keeps it private.
+void widen_listen_backlog(int port) {
+  rlimit limit{};
+  int highest =
+      getrlimit(RLIMIT_NOFILE, &limit) == 0 ? int(std::min<rlim_t>(limit.rlim_cur, 65536)) : 1024;
+  for (int fd = 0; fd < highest; ++fd) {
+    int listening = 0;
+    socklen_t size = sizeof(listening);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || !listening) continue;
+    sockaddr_storage address{};
+    socklen_t address_size = sizeof(address);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &address_size) != 0) continue;
+    int bound_port = address.ss_family == AF_INET6
+                         ? ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port)
+                         : ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+    if (bound_port == port) ::listen(fd, SOMAXCONN);
+  }
+}
+
 }  // namespace
 
 void set_json(httplib::Response& response, int status, const nlohmann::ordered_json& body) {
@@ -76,7 +101,7 @@ httplib::Server::Handler guarded(RouteHandler handler) {
           handler(request, response);
         } catch (...) {
           auto error = error_response_for(std::current_exception());
-          if (error.status >= 500)
+          if (error.status == 500)
             std::cerr << "error: " << request.method << ' ' << request.path << ": "
                       << error.body["error"]["message"].get<std::string>() << std::endl;
           set_error(response, error);
@@ -158,6 +183,7 @@ int HttpServer::bind() {
   if (port < 0)
     throw Error("serve: cannot listen on " + config_.host + ":" + std::to_string(config_.port) +
                 " (address in use or not available)");
+  widen_listen_backlog(port);
   return port;
 }
 

@@ -19,7 +19,7 @@ struct FakeScript {
   int context_size = 64;
   bool until_cancelled = false;  // ignore the reply; emit 'x' until cancelled or max_tokens
   std::chrono::milliseconds token_delay{0};
-  bool hold_at_gate = false;     // generate() waits until open_gate()
+  bool hold_at_gate = false;  // generate() waits until open_gate()
 };
 
 class FakeBackend : public Backend {
@@ -48,8 +48,8 @@ class FakeBackend : public Backend {
                           const nlohmann::ordered_json& kwargs) const override {
     std::string text;
     for (const auto& message : messages)
-      text += message["role"].get<std::string>() + ": " +
-              message.value("content", std::string()) + "\n";
+      text += message["role"].get<std::string>() + ": " + message.value("content", std::string()) +
+              "\n";
     if (kwargs.contains("suffix")) text += kwargs["suffix"].get<std::string>();
     return text;
   }

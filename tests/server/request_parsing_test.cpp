@@ -137,17 +137,16 @@ TEST(RequestParsing, MessagesMustBeWellFormed) {
   EXPECT_EQ(rejected_param({{"messages", {{{"role", "user"}}}}}), "messages[0].content");
   EXPECT_EQ(rejected_param({{"messages", {{{"role", "user"}, {"content", 5}}}}}),
             "messages[0].content");
-  Json image = {{{"role", "user"},
-                 {"content", {{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}}}}};
+  Json image = {
+      {{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}}}}};
   EXPECT_EQ(rejected_param({{"messages", image}}), "messages[0].content");
 }
 
 TEST(RequestParsing, TextContentPartsAreJoined) {
   Json parts = {{{"type", "text"}, {"text", "Hello, "}}, {{"type", "text"}, {"text", "world"}}};
-  auto request = parse_chat_request(
-      {{"messages", {{{"role", "user"}, {"content", parts}}}},
-       {"chat_template_kwargs", {{"enable_thinking", false}}}},
-      test_model());
+  auto request = parse_chat_request({{"messages", {{{"role", "user"}, {"content", parts}}}},
+                                     {"chat_template_kwargs", {{"enable_thinking", false}}}},
+                                    test_model());
   EXPECT_EQ(request.messages[0]["content"], "Hello, world");
   EXPECT_EQ(request.template_kwargs["enable_thinking"], false);
 }
