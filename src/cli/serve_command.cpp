@@ -1,0 +1,159 @@
+// mlx-cpp serve: the OpenAI-compatible HTTP server (docs/server.md).
+// Threads: main waits for a signal or a failed load; one thread listens
+// (httplib's pool serves connections); the engine thread owns the model.
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/model_argument.h"
+#include "engine/session.h"
+#include "io/error.h"
+#include "server/backend.h"
+#include "server/engine_thread.h"
+#include "server/http_server.h"
+
+namespace mlx_cpp::cli {
+namespace {
+
+struct ServeArguments {
+  std::string model = kDefaultModel;
+  server::ServerConfig config;
+  int context_size = 0;
+  double shutdown_grace_seconds = 10;
+};
+
+// The id /v1/models lists: the cache name, or the directory's name.
+std::string served_model_id(const std::string& argument, const std::filesystem::path& directory) {
+  if (!std::filesystem::is_directory(argument)) return argument;
+  auto name = std::filesystem::weakly_canonical(directory).filename().string();
+  return name.empty() ? argument : name;
+}
+
+// Waits for SIGINT/SIGTERM (blocked in every thread, taken with sigwait)
+// or for the model to fail loading, whichever comes first.
+class StopSignal {
+ public:
+  StopSignal() {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);  // before any thread starts
+    ::signal(SIGPIPE, SIG_IGN);
+  }
+  void start() {
+    waiter_ = std::thread([this] {
+      int received = 0;
+      sigwait(&signals_, &received);
+      notify();
+    });
+  }
+  void notify() {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+    changed_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return stop_; });
+  }
+  ~StopSignal() {
+    if (!waiter_.joinable()) return;
+    pthread_kill(waiter_.native_handle(), SIGTERM);  // wakes sigwait if no signal came
+    waiter_.join();
+  }
+
+ private:
+  sigset_t signals_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stop_ = false;
+  std::thread waiter_;
+};
+
+void run_serve(const ServeArguments& args) {
+  const auto directory = resolve_model_argument(args.model);
+  const auto model_id = served_model_id(args.model, directory);
+  StopSignal stop_signal;
+  const int context_size = args.context_size;
+  server::EngineThread engine(
+      [directory, context_size] {
+        return std::make_unique<server::SessionBackend>(Session::open(directory, {context_size}));
+      },
+      model_id, args.config.max_queue);
+  server::HttpServer http(args.config, engine);
+  const int port = http.bind();
+  std::clog << "mlx-cpp serve: listening on http://" << args.config.host << ':' << port
+            << " (model '" << model_id << "' loading from " << directory.string() << ")"
+            << std::endl;
+  const auto load_start = std::chrono::steady_clock::now();
+  engine.start();
+  stop_signal.start();
+  std::thread listener([&http] { http.listen(); });
+  std::thread load_watch([&] {
+    if (engine.wait_until_loaded() == server::EngineState::ready) {
+      std::chrono::duration<double> took = std::chrono::steady_clock::now() - load_start;
+      std::clog << "mlx-cpp serve: model ready in " << took.count() << " s" << std::endl;
+    } else {
+      stop_signal.notify();
+    }
+  });
+  stop_signal.wait();
+  std::clog << "mlx-cpp serve: stopping" << std::endl;
+  http.stop();
+  engine.shutdown(std::chrono::milliseconds(static_cast<long>(args.shutdown_grace_seconds * 1000)));
+  listener.join();
+  load_watch.join();
+  if (engine.state() == server::EngineState::failed)
+    throw Error("serve: cannot load model '" + args.model + "': " + engine.load_error());
+}
+
+}  // namespace
+
+void register_serve_command(CLI::App& app) {
+  auto args = std::make_shared<ServeArguments>();
+  auto& config = args->config;
+  auto* command = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API");
+  command->add_option("-m,--model", args->model, "Model directory or cached model name")
+      ->capture_default_str();
+  command->add_option("--host", config.host, "Address to listen on (loopback by default)")
+      ->capture_default_str();
+  command->add_option("--port", config.port, "Port to listen on (0: any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  command->add_option("--api-key", config.api_key,
+                      "Require 'Authorization: Bearer KEY' on every route but /health");
+  command
+      ->add_option("--max-queue", config.max_queue,
+                   "Requests waiting or running before new ones get 503")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  command
+      ->add_option("--ctx-size", args->context_size,
+                   "Context size in tokens (default: the model's maximum)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--cors-origin", config.cors_origin,
+                      "Allow browser requests from this origin ('*' for any)");
+  command
+      ->add_option("--max-body-bytes", config.max_body_bytes,
+                   "Largest request body accepted (413 beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  command
+      ->add_option("--shutdown-grace", args->shutdown_grace_seconds,
+                   "Seconds running requests may finish after SIGINT/SIGTERM")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command->add_flag(
+      "--quiet", [args](int64_t) { args->config.log_requests = false; },
+      "No per-request log lines");
+  command->callback([args] { run_serve(*args); });
+}
+
+}  // namespace mlx_cpp::cli
