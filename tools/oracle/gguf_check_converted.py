@@ -12,6 +12,11 @@ by CTest after the conversion fixtures):
       below 3 nats (broken conversions score 10+), greedy continuation reported,
       and tokenizer.json encodes like transformers' own GGUF tokenizer.
 
+  --pulled NAME                   the same for a model of the model cache
+      registry ($MLX_CPP_HOME or ~/.cache/mlx-cpp); exits 77 (skipped) when
+      it is not pulled, or when --unavailable names an existing file (the
+      pull fixture could not fetch it), printing the reason.
+
 Exits non-zero on the first failed check; writes a JSON report to --out.
 """
 import argparse
@@ -141,15 +146,34 @@ def check_real(directory, gguf_path, report):
     check_tokenizer_against_transformers(directory, gguf_path, report)
 
 
+def pulled_model(name, unavailable):
+    import os
+    if unavailable is not None and unavailable.exists():
+        print(f"SKIP {name}: could not be fetched: {unavailable.read_text().strip()}")
+        sys.exit(77)
+    home = os.environ.get("MLX_CPP_HOME")
+    root = Path(home) if home else Path.home() / ".cache" / "mlx-cpp"
+    registry_path = root / "registry.json"
+    registry = json.loads(registry_path.read_text()) if registry_path.exists() else {}
+    if name not in registry:
+        print(f"SKIP {name}: not pulled (run `mlx-cpp pull {name}`)")
+        sys.exit(77)
+    return Path(registry[name]["directory"]), Path(registry[name]["gguf"])
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--roundtrip", nargs=2, type=Path, metavar=("GOLDENS", "CONVERTED"))
     parser.add_argument("--real", nargs=2, type=Path, action="append", default=[],
                         metavar=("DIR", "GGUF"))
+    parser.add_argument("--pulled", action="append", default=[], metavar="NAME")
+    parser.add_argument("--unavailable", type=Path)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     report = {}
+    for name in args.pulled:
+        args.real.append(pulled_model(name, args.unavailable))
     if args.roundtrip:
         check_roundtrip(*args.roundtrip, report)
     for directory, gguf_path in args.real:

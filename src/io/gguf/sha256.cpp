@@ -106,6 +106,12 @@ class Sha256 {
 
 }  // namespace
 
+std::string sha256_bytes(std::span<const std::uint8_t> bytes) {
+  Sha256 hash;
+  hash.update(bytes.data(), bytes.size());
+  return hash.hex_digest();
+}
+
 std::string sha256_file(const std::filesystem::path& path) {
   std::ifstream stream(path, std::ios::binary);
   if (!stream) throw Error("[sha256] cannot open " + path.string());

@@ -1,11 +1,14 @@
 #pragma once
 // SHA-256 (FIPS 180-4) of a file, streamed; used to verify pulled weights.
+#include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 
 namespace mlx_cpp::gguf {
 
 // Lower-case hex digest; throws Error when the file cannot be read.
 std::string sha256_file(const std::filesystem::path& path);
+std::string sha256_bytes(std::span<const std::uint8_t> bytes);
 
 }  // namespace mlx_cpp::gguf
