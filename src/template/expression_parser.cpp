@@ -1,0 +1,375 @@
+#include "template/expression_parser.h"
+
+#include "template/builtins.h"
+
+namespace mlx_cpp::jinja {
+namespace {
+
+using Kind = Expression::Kind;
+
+ExpressionPointer make_expression(Kind kind, int line) {
+  auto expression = std::make_unique<Expression>();
+  expression->kind = kind;
+  expression->line = line;
+  return expression;
+}
+
+ExpressionPointer binary(const std::string& op, ExpressionPointer left, ExpressionPointer right,
+                         int line) {
+  auto node = make_expression(Kind::Binary, line);
+  node->name = op;
+  node->operands.push_back(std::move(left));
+  node->operands.push_back(std::move(right));
+  return node;
+}
+
+}  // namespace
+
+bool ExpressionParser::can_start_expression() const {
+  const Token& token = tokens_.current();
+  if (token.kind == TokenKind::Name || token.kind == TokenKind::String ||
+      token.kind == TokenKind::Integer || token.kind == TokenKind::Float) {
+    return true;
+  }
+  return token.kind == TokenKind::Operator &&
+         (token.text == "(" || token.text == "[" || token.text == "{" || token.text == "-" ||
+          token.text == "+");
+}
+
+// An expression, or a tuple when commas follow (`a, b`).
+ExpressionPointer ExpressionParser::parse_tuple(bool with_conditional) {
+  int line = tokens_.current().line;
+  ExpressionPointer first = parse_expression(with_conditional);
+  if (!tokens_.at_operator(",")) return first;
+  auto tuple = make_expression(Kind::TupleLiteral, line);
+  tuple->operands.push_back(std::move(first));
+  while (tokens_.skip_operator(",")) {
+    if (!can_start_expression()) break;
+    tuple->operands.push_back(parse_expression(with_conditional));
+  }
+  return tuple;
+}
+
+ExpressionPointer ExpressionParser::parse_expression(bool with_conditional) {
+  if (!with_conditional) return parse_or();
+  ExpressionPointer value = parse_or();
+  while (tokens_.at_name("if")) {
+    auto conditional = make_expression(Kind::Conditional, tokens_.advance().line);
+    ExpressionPointer condition = parse_or();
+    ExpressionPointer otherwise = tokens_.skip_name("else") ? parse_expression(true) : nullptr;
+    conditional->operands.push_back(std::move(value));
+    conditional->operands.push_back(std::move(condition));
+    conditional->operands.push_back(std::move(otherwise));
+    value = std::move(conditional);
+  }
+  return value;
+}
+
+ExpressionPointer ExpressionParser::parse_or() {
+  ExpressionPointer left = parse_and();
+  while (tokens_.at_name("or")) {
+    int line = tokens_.advance().line;
+    left = binary("or", std::move(left), parse_and(), line);
+  }
+  return left;
+}
+
+ExpressionPointer ExpressionParser::parse_and() {
+  ExpressionPointer left = parse_not();
+  while (tokens_.at_name("and")) {
+    int line = tokens_.advance().line;
+    left = binary("and", std::move(left), parse_not(), line);
+  }
+  return left;
+}
+
+ExpressionPointer ExpressionParser::parse_not() {
+  if (tokens_.at_name("not")) {
+    auto node = make_expression(Kind::Not, tokens_.advance().line);
+    node->operands.push_back(parse_not());
+    return node;
+  }
+  return parse_compare();
+}
+
+ExpressionPointer ExpressionParser::parse_compare() {
+  int line = tokens_.current().line;
+  ExpressionPointer first = parse_math1();
+  ExpressionPointer compare;
+  while (true) {
+    std::string op;
+    const Token& token = tokens_.current();
+    if (token.kind == TokenKind::Operator &&
+        (token.text == "==" || token.text == "!=" || token.text == "<" || token.text == "<=" ||
+         token.text == ">" || token.text == ">=")) {
+      op = tokens_.advance().text;
+    } else if (tokens_.skip_name("in")) {
+      op = "in";
+    } else if (tokens_.at_name("not") && tokens_.peek().kind == TokenKind::Name &&
+               tokens_.peek().text == "in") {
+      tokens_.advance();
+      tokens_.advance();
+      op = "not in";
+    } else {
+      break;
+    }
+    if (!compare) {
+      compare = make_expression(Kind::Compare, line);
+      compare->operands.push_back(std::move(first));
+    }
+    compare->comparators.push_back(op);
+    compare->operands.push_back(parse_math1());
+  }
+  return compare ? std::move(compare) : std::move(first);
+}
+
+ExpressionPointer ExpressionParser::parse_math1() {
+  ExpressionPointer left = parse_concat();
+  while (tokens_.at_operator("+") || tokens_.at_operator("-")) {
+    const Token& token = tokens_.advance();
+    left = binary(token.text, std::move(left), parse_concat(), token.line);
+  }
+  return left;
+}
+
+ExpressionPointer ExpressionParser::parse_concat() {
+  ExpressionPointer left = parse_math2();
+  while (tokens_.at_operator("~")) {
+    int line = tokens_.advance().line;
+    left = binary("~", std::move(left), parse_math2(), line);
+  }
+  return left;
+}
+
+ExpressionPointer ExpressionParser::parse_math2() {
+  ExpressionPointer left = parse_pow();
+  while (tokens_.at_operator("*") || tokens_.at_operator("/") || tokens_.at_operator("//") ||
+         tokens_.at_operator("%")) {
+    const Token& token = tokens_.advance();
+    left = binary(token.text, std::move(left), parse_pow(), token.line);
+  }
+  return left;
+}
+
+ExpressionPointer ExpressionParser::parse_pow() {
+  ExpressionPointer left = parse_unary(true);
+  while (tokens_.at_operator("**")) {
+    int line = tokens_.advance().line;
+    left = binary("**", std::move(left), parse_unary(true), line);
+  }
+  return left;
+}
+
+ExpressionPointer ExpressionParser::parse_unary(bool with_filter) {
+  TokenCursor::NestingGuard guard(tokens_);
+  ExpressionPointer node;
+  if (tokens_.at_operator("-") || tokens_.at_operator("+")) {
+    const Token& token = tokens_.advance();
+    node = make_expression(token.text == "-" ? Kind::Negate : Kind::Plus, token.line);
+    node->operands.push_back(parse_unary(false));
+  } else {
+    node = parse_primary();
+  }
+  node = parse_postfix(std::move(node));
+  if (with_filter) node = parse_filter_expression(std::move(node));
+  return node;
+}
+
+ExpressionPointer ExpressionParser::parse_primary() {
+  const Token& token = tokens_.current();
+  auto literal = [&](Value value) {
+    auto node = make_expression(Kind::Literal, token.line);
+    node->literal = std::move(value);
+    return node;
+  };
+  switch (token.kind) {
+    case TokenKind::Name: {
+      tokens_.advance();
+      const std::string& name = token.text;
+      if (name == "true" || name == "True") return literal(Value(true));
+      if (name == "false" || name == "False") return literal(Value(false));
+      if (name == "none" || name == "None") return literal(Value());
+      auto node = make_expression(Kind::Name, token.line);
+      node->name = name;
+      return node;
+    }
+    case TokenKind::String: {
+      std::string text = tokens_.advance().text;
+      while (tokens_.current().kind == TokenKind::String)
+        text += tokens_.advance().text;  // "a" "b"
+      return literal(Value(text));
+    }
+    case TokenKind::Integer:
+      tokens_.advance();
+      return literal(Value(token.integer));
+    case TokenKind::Float:
+      tokens_.advance();
+      return literal(Value(token.number));
+    default:
+      break;
+  }
+  if (tokens_.skip_operator("(")) {
+    if (tokens_.skip_operator(")")) return make_expression(Kind::TupleLiteral, token.line);
+    ExpressionPointer inner = parse_tuple(true);
+    tokens_.expect_operator(")");
+    return inner;
+  }
+  if (tokens_.skip_operator("[")) {
+    auto list = make_expression(Kind::ListLiteral, token.line);
+    while (!tokens_.skip_operator("]")) {
+      if (!list->operands.empty()) tokens_.expect_operator(",");
+      if (tokens_.skip_operator("]")) break;
+      list->operands.push_back(parse_expression(true));
+    }
+    return list;
+  }
+  if (tokens_.skip_operator("{")) {
+    auto dict = make_expression(Kind::DictLiteral, token.line);
+    while (!tokens_.skip_operator("}")) {
+      if (!dict->operands.empty()) tokens_.expect_operator(",");
+      if (tokens_.skip_operator("}")) break;
+      dict->operands.push_back(parse_expression(true));
+      tokens_.expect_operator(":");
+      dict->operands.push_back(parse_expression(true));
+    }
+    return dict;
+  }
+  tokens_.fail("unexpected " + describe_token(token));
+}
+
+ExpressionPointer ExpressionParser::parse_postfix(ExpressionPointer node) {
+  while (true) {
+    if (tokens_.at_operator(".")) {
+      int line = tokens_.advance().line;
+      auto attribute = make_expression(Kind::Attribute, line);
+      if (tokens_.current().kind == TokenKind::Integer) {  // x.0 is x[0]
+        attribute->kind = Kind::Item;
+        auto index = make_expression(Kind::Literal, line);
+        index->literal = Value(tokens_.advance().integer);
+        attribute->operands.push_back(std::move(node));
+        attribute->operands.push_back(std::move(index));
+      } else {
+        attribute->name = tokens_.expect_name();
+        attribute->operands.push_back(std::move(node));
+      }
+      node = std::move(attribute);
+    } else if (tokens_.at_operator("[")) {
+      node = parse_subscript(std::move(node));
+    } else if (tokens_.at_operator("(")) {
+      auto call = make_expression(Kind::Call, tokens_.current().line);
+      call->operands.push_back(std::move(node));
+      parse_call_arguments(*call);
+      node = std::move(call);
+    } else {
+      return node;
+    }
+  }
+}
+
+ExpressionPointer ExpressionParser::parse_subscript(ExpressionPointer node) {
+  int line = tokens_.advance().line;  // [
+  std::vector<ExpressionPointer> parts(1);
+  bool is_slice = false;
+  while (!tokens_.at_operator("]")) {
+    if (tokens_.skip_operator(":")) {
+      is_slice = true;
+      if (parts.size() >= 3) tokens_.fail("too many ':' in slice");
+      parts.emplace_back();
+      continue;
+    }
+    if (parts.back()) tokens_.fail("expected ']' or ':', got " + describe_token(tokens_.current()));
+    parts.back() = parse_expression(true);
+  }
+  tokens_.advance();
+  if (!is_slice) {
+    if (!parts[0]) tokens_.fail("empty subscript");
+    auto item = make_expression(Kind::Item, line);
+    item->operands.push_back(std::move(node));
+    item->operands.push_back(std::move(parts[0]));
+    return item;
+  }
+  auto slice = make_expression(Kind::Slice, line);
+  slice->operands.push_back(std::move(node));
+  parts.resize(3);
+  for (auto& part : parts) slice->operands.push_back(std::move(part));
+  return slice;
+}
+
+ExpressionPointer ExpressionParser::parse_filter_expression(ExpressionPointer node) {
+  while (true) {
+    if (tokens_.at_operator("|")) {
+      node = parse_filters(std::move(node));
+    } else if (tokens_.at_name("is")) {
+      node = parse_test(std::move(node));
+    } else if (tokens_.at_operator("(")) {
+      auto call = make_expression(Kind::Call, tokens_.current().line);
+      call->operands.push_back(std::move(node));
+      parse_call_arguments(*call);
+      node = std::move(call);
+    } else {
+      return node;
+    }
+  }
+}
+
+// `| name(args) | name2 ...` after an expression.
+ExpressionPointer ExpressionParser::parse_filters(ExpressionPointer node) {
+  while (tokens_.skip_operator("|")) node = parse_filter_chain(std::move(node));
+  return node;
+}
+
+// One filter `name(args)`, then any `| more` that follow it.
+ExpressionPointer ExpressionParser::parse_filter_chain(ExpressionPointer node) {
+  int line = tokens_.current().line;
+  std::string name = tokens_.expect_name();
+  auto filter = make_expression(Kind::Filter, line);
+  filter->name = name;
+  filter->operands.push_back(std::move(node));
+  if (tokens_.at_operator("(")) parse_call_arguments(*filter);
+  if (tokens_.at_operator("|")) return parse_filters(std::move(filter));
+  return filter;
+}
+
+ExpressionPointer ExpressionParser::parse_test(ExpressionPointer node) {
+  int line = tokens_.advance().line;  // is
+  auto test = make_expression(Kind::Test, line);
+  test->negated = tokens_.skip_name("not");
+  test->name = tokens_.expect_name();
+  test->operands.push_back(std::move(node));
+  if (tokens_.at_operator("(")) {
+    parse_call_arguments(*test);
+  } else if ((tokens_.current().kind == TokenKind::Name ||
+              tokens_.current().kind == TokenKind::String ||
+              tokens_.current().kind == TokenKind::Integer ||
+              tokens_.current().kind == TokenKind::Float || tokens_.at_operator("[") ||
+              tokens_.at_operator("{")) &&
+             !tokens_.at_name("else") && !tokens_.at_name("or") && !tokens_.at_name("and")) {
+    if (tokens_.at_name("is")) tokens_.fail("you cannot chain multiple tests with is");
+    test->operands.push_back(parse_postfix(parse_primary()));
+  }
+  return test;
+}
+
+void ExpressionParser::parse_call_arguments(Expression& call) {
+  tokens_.expect_operator("(");
+  bool first = true;
+  while (!tokens_.skip_operator(")")) {
+    if (!first) tokens_.expect_operator(",");
+    first = false;
+    if (tokens_.skip_operator(")")) break;
+    if (tokens_.at_operator("*") || tokens_.at_operator("**"))
+      tokens_.fail("*args and **kwargs calls are not supported");
+    if (tokens_.current().kind == TokenKind::Name && tokens_.peek().kind == TokenKind::Operator &&
+        tokens_.peek().text == "=") {
+      std::string name = tokens_.advance().text;
+      tokens_.advance();
+      call.keyword_arguments.emplace_back(name, parse_expression(true));
+    } else {
+      if (!call.keyword_arguments.empty())
+        tokens_.fail("positional argument after keyword argument");
+      call.operands.push_back(parse_expression(true));
+    }
+  }
+}
+
+}  // namespace mlx_cpp::jinja
