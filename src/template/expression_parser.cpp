@@ -51,11 +51,11 @@ ExpressionPointer ExpressionParser::parse_tuple(bool with_conditional) {
 }
 
 ExpressionPointer ExpressionParser::parse_expression(bool with_conditional) {
-  if (!with_conditional) return parse_or();
-  ExpressionPointer value = parse_or();
+  if (!with_conditional) return parse_binary(0);
+  ExpressionPointer value = parse_binary(0);
   while (tokens_.at_name("if")) {
     auto conditional = make_expression(Kind::Conditional, tokens_.advance().line);
-    ExpressionPointer condition = parse_or();
+    ExpressionPointer condition = parse_binary(0);
     ExpressionPointer otherwise = tokens_.skip_name("else") ? parse_expression(true) : nullptr;
     conditional->operands.push_back(std::move(value));
     conditional->operands.push_back(std::move(condition));
@@ -65,22 +65,41 @@ ExpressionPointer ExpressionParser::parse_expression(bool with_conditional) {
   return value;
 }
 
-ExpressionPointer ExpressionParser::parse_or() {
-  ExpressionPointer left = parse_and();
-  while (tokens_.at_name("or")) {
-    int line = tokens_.advance().line;
-    left = binary("or", std::move(left), parse_and(), line);
-  }
-  return left;
-}
+// Left-associative binary operators, loosest first; `not` and comparisons
+// sit between "and" and "+ -", as in jinja2.
+struct BinaryLevel {
+  std::vector<const char*> operators;
+  bool are_words;  // `or`, `and` are names, the others operator tokens
+};
+const BinaryLevel kBinaryLevels[] = {
+    {{"or"}, true},
+    {{"and"}, true},
+    {{"+", "-"}, false},
+    {{"~"}, false},
+    {{"*", "/", "//", "%"}, false},
+    {{"**"}, false},
+};
+constexpr size_t kAndLevel = 1;
+constexpr size_t kAdditiveLevel = 2;
+constexpr size_t kLevelCount = sizeof(kBinaryLevels) / sizeof(kBinaryLevels[0]);
 
-ExpressionPointer ExpressionParser::parse_and() {
-  ExpressionPointer left = parse_not();
-  while (tokens_.at_name("and")) {
+ExpressionPointer ExpressionParser::parse_binary(size_t level) {
+  auto operand = [&]() -> ExpressionPointer {
+    if (level == kAndLevel) return parse_not();
+    if (level + 1 == kLevelCount) return parse_unary(true);
+    return parse_binary(level + 1);
+  };
+  ExpressionPointer left = operand();
+  while (true) {
+    const BinaryLevel& binary_level = kBinaryLevels[level];
+    const char* matched = nullptr;
+    for (const char* op : binary_level.operators) {
+      if (binary_level.are_words ? tokens_.at_name(op) : tokens_.at_operator(op)) matched = op;
+    }
+    if (!matched) return left;
     int line = tokens_.advance().line;
-    left = binary("and", std::move(left), parse_not(), line);
+    left = binary(matched, std::move(left), operand(), line);
   }
-  return left;
 }
 
 ExpressionPointer ExpressionParser::parse_not() {
@@ -94,7 +113,7 @@ ExpressionPointer ExpressionParser::parse_not() {
 
 ExpressionPointer ExpressionParser::parse_compare() {
   int line = tokens_.current().line;
-  ExpressionPointer first = parse_math1();
+  ExpressionPointer first = parse_binary(kAdditiveLevel);
   ExpressionPointer compare;
   while (true) {
     std::string op;
@@ -118,46 +137,9 @@ ExpressionPointer ExpressionParser::parse_compare() {
       compare->operands.push_back(std::move(first));
     }
     compare->comparators.push_back(op);
-    compare->operands.push_back(parse_math1());
+    compare->operands.push_back(parse_binary(kAdditiveLevel));
   }
   return compare ? std::move(compare) : std::move(first);
-}
-
-ExpressionPointer ExpressionParser::parse_math1() {
-  ExpressionPointer left = parse_concat();
-  while (tokens_.at_operator("+") || tokens_.at_operator("-")) {
-    const Token& token = tokens_.advance();
-    left = binary(token.text, std::move(left), parse_concat(), token.line);
-  }
-  return left;
-}
-
-ExpressionPointer ExpressionParser::parse_concat() {
-  ExpressionPointer left = parse_math2();
-  while (tokens_.at_operator("~")) {
-    int line = tokens_.advance().line;
-    left = binary("~", std::move(left), parse_math2(), line);
-  }
-  return left;
-}
-
-ExpressionPointer ExpressionParser::parse_math2() {
-  ExpressionPointer left = parse_pow();
-  while (tokens_.at_operator("*") || tokens_.at_operator("/") || tokens_.at_operator("//") ||
-         tokens_.at_operator("%")) {
-    const Token& token = tokens_.advance();
-    left = binary(token.text, std::move(left), parse_pow(), token.line);
-  }
-  return left;
-}
-
-ExpressionPointer ExpressionParser::parse_pow() {
-  ExpressionPointer left = parse_unary(true);
-  while (tokens_.at_operator("**")) {
-    int line = tokens_.advance().line;
-    left = binary("**", std::move(left), parse_unary(true), line);
-  }
-  return left;
 }
 
 ExpressionPointer ExpressionParser::parse_unary(bool with_filter) {

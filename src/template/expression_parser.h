@@ -23,14 +23,10 @@ class ExpressionParser {
 
  private:
   bool can_start_expression() const;
-  ExpressionPointer parse_or();
-  ExpressionPointer parse_and();
+  // Binary operators from `level` (0: or) down to `**`.
+  ExpressionPointer parse_binary(size_t level);
   ExpressionPointer parse_not();
   ExpressionPointer parse_compare();
-  ExpressionPointer parse_math1();
-  ExpressionPointer parse_concat();
-  ExpressionPointer parse_math2();
-  ExpressionPointer parse_pow();
   ExpressionPointer parse_unary(bool with_filter);
   ExpressionPointer parse_primary();
   ExpressionPointer parse_postfix(ExpressionPointer node);
