@@ -238,14 +238,18 @@ ExpressionPointer ExpressionParser::parse_postfix(ExpressionPointer node) {
     } else if (tokens_.at_operator("[")) {
       node = parse_subscript(std::move(node));
     } else if (tokens_.at_operator("(")) {
-      auto call = make_expression(Kind::Call, tokens_.current().line);
-      call->operands.push_back(std::move(node));
-      parse_call_arguments(*call);
-      node = std::move(call);
+      node = parse_call(std::move(node));
     } else {
       return node;
     }
   }
+}
+
+ExpressionPointer ExpressionParser::parse_call(ExpressionPointer callee) {
+  auto call = make_expression(Kind::Call, tokens_.current().line);
+  call->operands.push_back(std::move(callee));
+  parse_call_arguments(*call);
+  return call;
 }
 
 ExpressionPointer ExpressionParser::parse_subscript(ExpressionPointer node) {
@@ -284,10 +288,7 @@ ExpressionPointer ExpressionParser::parse_filter_expression(ExpressionPointer no
     } else if (tokens_.at_name("is")) {
       node = parse_test(std::move(node));
     } else if (tokens_.at_operator("(")) {
-      auto call = make_expression(Kind::Call, tokens_.current().line);
-      call->operands.push_back(std::move(node));
-      parse_call_arguments(*call);
-      node = std::move(call);
+      node = parse_call(std::move(node));
     } else {
       return node;
     }

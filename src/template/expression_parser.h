@@ -30,6 +30,7 @@ class ExpressionParser {
   ExpressionPointer parse_unary(bool with_filter);
   ExpressionPointer parse_primary();
   ExpressionPointer parse_postfix(ExpressionPointer node);
+  ExpressionPointer parse_call(ExpressionPointer callee);
   ExpressionPointer parse_subscript(ExpressionPointer node);
   ExpressionPointer parse_filter_expression(ExpressionPointer node);
   ExpressionPointer parse_test(ExpressionPointer node);
