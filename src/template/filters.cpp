@@ -1,6 +1,9 @@
 // jinja2's built-in filters over text and numbers, plus transformers' tojson.
 // Filters over sequences are in filters_sequences.cpp.
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <unordered_map>
 
 #include "template/builtins.h"
@@ -79,21 +82,38 @@ Value filter_float(const Value& input, const CallArguments& arguments) {
   return fallback;
 }
 
+// Python's round(): integers stay integers, floats are rounded from their
+// exact binary value with ties to even (what printf's "%.*f" does too).
+Value python_round(const Value& input, int64_t precision) {
+  if (input.is_integer() || input.is_boolean()) {
+    if (precision >= 0) return Value(input.as_integer());
+    double scale = std::pow(10.0, static_cast<double>(-precision));
+    return Value(static_cast<int64_t>(std::nearbyint(input.as_double() / scale) * scale));
+  }
+  double value = input.as_double();
+  if (!std::isfinite(value)) return input;
+  if (precision < 0) {
+    double scale = std::pow(10.0, static_cast<double>(-precision));
+    return Value(std::nearbyint(value / scale) * scale);
+  }
+  char buffer[512];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", static_cast<int>(std::min<int64_t>(precision, 300)),
+                value);
+  return Value(std::strtod(buffer, nullptr));
+}
+
 Value filter_round(const Value& input, const CallArguments& arguments) {
   int64_t precision = optional_argument(arguments, 0, "precision", Value(0)).as_integer();
   std::string method = optional_argument(arguments, 1, "method", Value("common")).to_output();
   if (!input.is_number()) throw TemplateFailure("round: " + input.type_name() + " is not a number");
-  double scale = std::pow(10.0, static_cast<double>(precision));
-  double value = input.as_double() * scale;
-  if (method == "common")
-    value = std::nearbyint(value);  // ties to even, like Python's round
-  else if (method == "ceil")
-    value = std::ceil(value);
-  else if (method == "floor")
-    value = std::floor(value);
-  else
+  if (method == "common") return python_round(input, precision);
+  if (method != "ceil" && method != "floor") {
     throw TemplateFailure("method must be common, ceil or floor");
-  return Value(value / scale);
+  }
+  // jinja2: math.ceil/floor(value * 10**precision) / 10**precision, a float.
+  double scale = std::pow(10.0, static_cast<double>(precision));
+  double scaled = input.as_double() * scale;
+  return Value((method == "ceil" ? std::ceil(scaled) : std::floor(scaled)) / scale);
 }
 
 Value filter_indent(const Value& input, const CallArguments& arguments) {

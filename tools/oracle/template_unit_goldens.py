@@ -137,6 +137,7 @@ CASES = {
     "filter_sum_min_max": "{{ numbers | sum }} {{ people | sum(attribute='age') }} {{ numbers | min }} {{ numbers | max }} {{ words | max }} {{ people | max(attribute='age') }} {{ [1.5, 2] | sum(start=10) }}",
     "filter_safe_escape": "{{ '<a href=\"x\">&\\'</a>' | safe }} {{ '<a href=\"x\">&\\'</a>' | escape }} {{ '<b>' | e }}",
     "filter_indent": "{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | indent('> ', blank=true) }}",
+    "filter_round_python_rules": "{{ 2.675 | round(2) }} {{ 0.125 | round(2) }} {{ 0.375 | round(2) }} {{ 1234 | round(-2) }} {{ 1250 | round(-2) }} {{ -0.5 | round }} {{ 1.005 | round(2) }} {{ 5 | round }} {{ 0.15 | round(1, 'ceil') }} {{ 7 | round(0, 'floor') }}",
     "filter_wordcount_center": "{{ 'hello big  world, again' | wordcount }} [{{ 'hi' | center(7) }}] [{{ 'hi' | center(6) }}]",
     "filter_batch_slice": "{{ numbers | batch(2) | list }} {{ numbers | batch(2, 0) | list }} {{ numbers | slice(2) | list }}",
     "filter_truncate": "{{ 'the quick brown fox jumps' | truncate(12) }} {{ 'the quick brown fox jumps' | truncate(12, true) }} {{ 'short' | truncate(12) }}",
