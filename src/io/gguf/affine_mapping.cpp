@@ -65,7 +65,7 @@ int block_to_groups(GgmlType type, const std::uint8_t* block, AffineGroup* group
     case GgmlType::kQ5_K: {
       bool five_bits = type == GgmlType::kQ5_K;
       float dmin = half_to_float(load_half_bits(block + 2));
-      auto unpacked = unpack_scales_and_mins(block + 4);
+      auto unpacked = unpack_scales_and_mins(block + kQ4KScales);
       const std::uint8_t* qs = block + (five_bits ? kQ5KQuants : kQ4KQuants);
       for (int sub = 0; sub < 8; ++sub) {
         groups[sub].scale = d * static_cast<float>(unpacked.scales[sub]);

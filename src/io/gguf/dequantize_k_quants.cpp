@@ -45,29 +45,19 @@ void decode_q3_k(const std::uint8_t* block, float* out) {
   }
 }
 
-void decode_q4_k(const std::uint8_t* block, float* out) {
+// Q4_K and Q5_K share their layout up to Q5_K's extra high bits.
+template <bool kFiveBits>
+void decode_q4_k_or_q5_k(const std::uint8_t* block, float* out) {
   float d = half_to_float(load_half_bits(block));
   float dmin = half_to_float(load_half_bits(block + 2));
   auto unpacked = unpack_scales_and_mins(block + kQ4KScales);
+  const std::uint8_t* qs = block + (kFiveBits ? kQ5KQuants : kQ4KQuants);
   for (int e = 0; e < kSuperBlockSize; ++e) {
     int sub = e / 32;
     float scale = d * static_cast<float>(unpacked.scales[sub]);
     float minimum = dmin * static_cast<float>(unpacked.mins[sub]);
-    int q = k_quant_low_nibble(block + kQ4KQuants, e);
-    out[e] = scale * static_cast<float>(q) - minimum;
-  }
-}
-
-void decode_q5_k(const std::uint8_t* block, float* out) {
-  float d = half_to_float(load_half_bits(block));
-  float dmin = half_to_float(load_half_bits(block + 2));
-  auto unpacked = unpack_scales_and_mins(block + kQ5KScales);
-  for (int e = 0; e < kSuperBlockSize; ++e) {
-    int sub = e / 32;
-    float scale = d * static_cast<float>(unpacked.scales[sub]);
-    float minimum = dmin * static_cast<float>(unpacked.mins[sub]);
-    int q =
-        k_quant_low_nibble(block + kQ5KQuants, e) | (k_quant_fifth_bit(block + kQ5KHigh, e) << 4);
+    int q = k_quant_low_nibble(qs, e);
+    if constexpr (kFiveBits) q |= k_quant_fifth_bit(block + kQ5KHigh, e) << 4;
     out[e] = scale * static_cast<float>(q) - minimum;
   }
 }
@@ -106,9 +96,9 @@ BlockDecoder k_quant_block_decoder(std::uint32_t type_id) {
     case GgmlType::kQ3_K:
       return decode_q3_k;
     case GgmlType::kQ4_K:
-      return decode_q4_k;
+      return decode_q4_k_or_q5_k<false>;
     case GgmlType::kQ5_K:
-      return decode_q5_k;
+      return decode_q4_k_or_q5_k<true>;
     case GgmlType::kQ6_K:
       return decode_q6_k;
     case GgmlType::kQ8_K:

@@ -47,9 +47,9 @@ inline int k_quant_fifth_bit(const std::uint8_t* qh, int element) {
   return (qh[element % 32] >> (element / 32)) & 1;
 }
 
-// Byte offsets inside one Q4_K block: d, dmin, scales[12], qs[128].
+// Byte offsets inside one Q4_K block: d, dmin, scales[12], qs[128]; Q5_K
+// shares d, dmin and scales and adds qh[32] before its qs[128].
 inline constexpr int kQ4KScales = 4, kQ4KQuants = 16;
-// Q5_K: d, dmin, scales[12], qh[32], qs[128].
-inline constexpr int kQ5KScales = 4, kQ5KHigh = 16, kQ5KQuants = 48;
+inline constexpr int kQ5KHigh = 16, kQ5KQuants = 48;
 
 }  // namespace mlx_cpp::gguf
