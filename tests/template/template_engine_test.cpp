@@ -3,12 +3,15 @@
 // preprocessing (checked against transformers' rules stated in its source).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "io/error.h"
 #include "template/chat_template.h"
+#include "template/model_chat_template.h"
 
 namespace mlx_cpp {
 namespace {
@@ -69,7 +72,8 @@ TEST(TemplateLimits, InfiniteMacroRecursionStops) {
 TEST(TemplateLimits, OutputSizeIsBounded) {
   ChatTemplateLimits limits;
   limits.max_output_bytes = 1000;
-  std::string message = error_of("{% for i in range(10000) %}xxxxxxxxxx{% endfor %}", Json::object(), limits);
+  std::string message =
+      error_of("{% for i in range(10000) %}xxxxxxxxxx{% endfor %}", Json::object(), limits);
   EXPECT_NE(message.find("output exceeds 1000 bytes"), std::string::npos) << message;
   message = error_of("{{ 'x' * 5000 }}", Json::object(), limits);
   EXPECT_NE(message.find("exceeds"), std::string::npos) << message;
@@ -78,8 +82,9 @@ TEST(TemplateLimits, OutputSizeIsBounded) {
 TEST(TemplateLimits, LoopIterationsAreBounded) {
   ChatTemplateLimits limits;
   limits.max_loop_iterations = 50;
-  std::string message = error_of(
-      "{% for a in range(10) %}{% for b in range(10) %}{% endfor %}{% endfor %}", Json::object(), limits);
+  std::string message =
+      error_of("{% for a in range(10) %}{% for b in range(10) %}{% endfor %}{% endfor %}",
+               Json::object(), limits);
   EXPECT_NE(message.find("loop iterations"), std::string::npos) << message;
 }
 
@@ -146,6 +151,44 @@ TEST(ChatTemplateApi, StrftimeNowFormatsTheCurrentDate) {
   std::string year = ChatTemplate("{{ strftime_now('%Y') }}").render_raw(Json::object());
   ASSERT_EQ(year.size(), 4u);
   EXPECT_GE(std::stoi(year), 2024);
+}
+
+class ModelDirectory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = std::filesystem::path(MLX_CPP_BINARY_DIR) / "template_model_directory_test";
+    std::filesystem::remove_all(directory_);
+    std::filesystem::create_directories(directory_);
+  }
+  void write(const std::string& name, const std::string& text) {
+    std::ofstream(directory_ / name, std::ios::binary) << text;
+  }
+  std::filesystem::path directory_;
+};
+
+TEST_F(ModelDirectory, ListFormPicksDefaultAndReadsTokenContent) {
+  write("tokenizer_config.json",
+        R"({"bos_token": {"content": "<B>"}, "eos_token": "<E>", "chat_template": [)"
+        R"({"name": "rag", "template": "r"}, {"name": "default", "template": "d"}]})");
+  ModelChatTemplate loaded = load_model_chat_template(directory_);
+  EXPECT_EQ(loaded.source, "d");
+  EXPECT_EQ(loaded.special_tokens.dump(), R"({"bos_token":"<B>","eos_token":"<E>"})");
+}
+
+TEST_F(ModelDirectory, JinjaFileWinsOverConfig) {
+  write("tokenizer_config.json", R"({"chat_template": "from config"})");
+  write("chat_template.jinja", "from file");
+  EXPECT_EQ(load_model_chat_template(directory_).source, "from file");
+}
+
+TEST_F(ModelDirectory, MissingOrMalformedTemplatesAreUserErrors) {
+  EXPECT_THROW(load_model_chat_template(directory_), Error);  // empty directory
+  write("tokenizer_config.json", R"({"chat_template": [{"name": "rag", "template": "r"}]})");
+  EXPECT_THROW(load_model_chat_template(directory_), Error);  // no "default"
+  write("tokenizer_config.json", R"({"bos_token": "<s>"})");
+  EXPECT_THROW(load_model_chat_template(directory_), Error);  // no template at all
+  write("tokenizer_config.json", "{not json");
+  EXPECT_THROW(load_model_chat_template(directory_), Error);
 }
 
 }  // namespace
