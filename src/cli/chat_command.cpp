@@ -1,0 +1,149 @@
+// mlx-cpp chat: an interactive multi-turn conversation. Each turn re-renders
+// the conversation with the model's chat template; the session's cache
+// keeps the common prefix, so only the new text is prefilled. Ctrl-C stops
+// the current answer, Ctrl-D or /exit ends the chat. When stdin is not a
+// terminal, each line is one user message (scriptable).
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/model_argument.h"
+#include "engine/session.h"
+#include "io/error.h"
+
+namespace mlx_cpp::cli {
+namespace {
+
+std::atomic<bool> interrupted{false};
+
+extern "C" void on_interrupt(int) {
+  interrupted = true;
+}
+
+// SIGINT without SA_RESTART: a blocked read returns, generation checks the flag.
+void install_interrupt_handler() {
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = 0;
+  sigaction(SIGINT, &action, nullptr);
+}
+
+struct ChatArguments {
+  std::string model = kDefaultModel;
+  std::string system;
+  int max_tokens = 512;
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  int top_k = 0;
+  float min_p = 0.0f;
+  std::optional<uint64_t> seed;
+  int context_size = 0;
+};
+
+class Chat {
+ public:
+  Chat(const ChatArguments& args, std::unique_ptr<Session> session)
+      : args_(args), session_(std::move(session)), interactive_(isatty(STDIN_FILENO)) {
+    reset(args.system);
+  }
+
+  void run() {
+    if (interactive_)
+      std::cerr << "Chatting with " << args_.model
+                << ". Commands: /reset, /system TEXT, /exit (Ctrl-D). Ctrl-C stops an answer.\n";
+    std::string line;
+    while (true) {
+      if (interactive_) std::cout << "\n>>> " << std::flush;
+      interrupted = false;
+      if (!std::getline(std::cin, line)) {
+        if (interrupted && interactive_) {  // Ctrl-C at the prompt: keep chatting
+          std::cin.clear();
+          std::cout << "\n(Ctrl-D or /exit quits)";
+          continue;
+        }
+        break;  // Ctrl-D / end of input
+      }
+      if (line == "/exit" || line == "/quit") break;
+      if (line == "/reset") {
+        reset(system_);
+        std::cerr << "[conversation cleared]\n";
+        continue;
+      }
+      if (line.rfind("/system", 0) == 0) {
+        reset(line.size() > 8 ? line.substr(8) : "");
+        std::cerr << "[system message set; conversation cleared]\n";
+        continue;
+      }
+      if (line.empty()) continue;
+      answer(line);
+    }
+  }
+
+ private:
+  void reset(const std::string& system) {
+    system_ = system;
+    messages_ = nlohmann::ordered_json::array();
+    if (!system_.empty()) messages_.push_back({{"role", "system"}, {"content", system_}});
+  }
+
+  void answer(const std::string& user_text) {
+    messages_.push_back({{"role", "user"}, {"content", user_text}});
+    TextRequest request;
+    request.prompt_ids = session_->encode(session_->render_chat(messages_, nullptr, true), false);
+    request.options.max_tokens = args_.max_tokens;
+    request.options.sampler = {args_.temperature, args_.top_p, args_.min_p, 1,
+                               args_.top_k,       args_.seed};
+    auto result = session_->generate(request, [](const TextChunk& chunk) {
+      std::cout << chunk.text << std::flush;
+      return !interrupted.load();
+    });
+    std::cout << '\n';
+    if (result.finish_reason == "cancelled") std::cerr << "[stopped]\n";
+    messages_.push_back({{"role", "assistant"}, {"content", result.text}});
+    const auto& stats = result.stats;
+    std::fprintf(
+        stderr,
+        "[prompt: %d new + %d cached tokens, %.1f tok/s | generation: %d tokens, %.1f tok/s]\n",
+        stats.prompt_tokens, result.cached_prompt_tokens, stats.prompt_tokens_per_second(),
+        stats.generated_tokens, stats.generation_tokens_per_second());
+  }
+
+  ChatArguments args_;
+  std::unique_ptr<Session> session_;
+  bool interactive_;
+  std::string system_;
+  nlohmann::ordered_json messages_;
+};
+
+}  // namespace
+
+void register_chat_command(CLI::App& app) {
+  auto args = std::make_shared<ChatArguments>();
+  auto* command =
+      app.add_subcommand("chat", "Interactive multi-turn chat (one message per line from a pipe)");
+  command->add_option("-m,--model", args->model, "Model directory or cached model name")
+      ->capture_default_str();
+  command->add_option("--system", args->system, "System message");
+  command->add_option("--max-tokens", args->max_tokens, "Maximum tokens per answer")
+      ->capture_default_str();
+  command->add_option("--temp", args->temperature, "Sampling temperature (0 = greedy)")
+      ->capture_default_str();
+  command->add_option("--top-p", args->top_p, "Nucleus sampling mass (1 = off)")
+      ->capture_default_str();
+  command->add_option("--top-k", args->top_k, "Top-k sampling (0 = off)")->capture_default_str();
+  command->add_option("--min-p", args->min_p, "Min-p sampling (0 = off)")->capture_default_str();
+  command->add_option("--seed", args->seed, "Random seed");
+  command->add_option("--ctx-size", args->context_size, "Context size in tokens");
+  command->callback([args] {
+    auto session = Session::open(resolve_model_argument(args->model), {args->context_size});
+    install_interrupt_handler();
+    Chat(*args, std::move(session)).run();
+  });
+}
+
+}  // namespace mlx_cpp::cli
