@@ -90,8 +90,9 @@ void register_generate_command(CLI::App& app) {
   command->add_option("--seed", args->seed, "Random seed (same seed, same tokens)");
   command->add_option("--repetition-penalty", args->repetition_penalty,
                       "Penalty for tokens in the recent context (1 = off)");
-  command->add_option("--repetition-context-size", args->repetition_context_size,
-                      "Tokens the repetition penalty looks back over")
+  command
+      ->add_option("--repetition-context-size", args->repetition_context_size,
+                   "Tokens the repetition penalty looks back over")
       ->capture_default_str();
   command->add_option("--stop", args->stop, "Stop string (repeatable)");
   command->add_option("--ctx-size", args->context_size,

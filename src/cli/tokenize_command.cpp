@@ -1,9 +1,8 @@
 // mlx-cpp tokenize / detokenize: see exactly which ids a text becomes.
 #include <fstream>
 #include <iostream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/command.h"
 #include "cli/model_argument.h"
