@@ -15,6 +15,7 @@
 #include "cli/model_argument.h"
 #include "engine/session.h"
 #include "io/error.h"
+#include "io/model_cache.h"
 #include "server/backend.h"
 #include "server/engine_thread.h"
 #include "server/http_server.h"
@@ -78,7 +79,7 @@ class StopSignal {
 };
 
 void run_serve(const ServeArguments& args) {
-  const auto directory = resolve_model_argument(args.model);
+  const auto directory = resolve_model_path(args.model);
   const auto model_id = served_model_id(args.model, directory);
   StopSignal stop_signal;
   const int context_size = args.context_size;
@@ -106,8 +107,12 @@ void run_serve(const ServeArguments& args) {
   });
   stop_signal.wait();
   std::clog << "mlx-cpp serve: stopping" << std::endl;
-  http.stop();
+  // New requests get 503 from here on; running ones finish or are cancelled
+  // within the grace period, and their answers are written before the
+  // listener closes (closing it cuts chunked responses short).
   engine.shutdown(std::chrono::milliseconds(static_cast<long>(args.shutdown_grace_seconds * 1000)));
+  http.finish_responses(std::chrono::seconds(5));
+  http.stop();
   listener.join();
   load_watch.join();
   if (engine.state() == server::EngineState::failed)

@@ -160,10 +160,14 @@ void handle_completion(RouteContext& context, const httplib::Request& http_reque
   auto writer = std::make_shared<ResponseWriter>(context, channel, std::move(shape), options,
                                                  prompt_tokens, arrival);
   if (options.stream) response.set_header("Cache-Control", "no-cache");
+  ++context.open_responses;  // until httplib releases the provider
   response.set_chunked_content_provider(
       options.stream ? "text/event-stream" : "application/json",
       [writer](size_t, httplib::DataSink& sink) { return writer->next(sink); },
-      [writer](bool) { writer->cancel(); });
+      [writer, &context](bool) {
+        writer->cancel();
+        --context.open_responses;
+      });
 }
 
 }  // namespace mlx_cpp::server

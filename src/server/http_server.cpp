@@ -7,6 +7,7 @@
 
 #include <array>
 #include <iostream>
+#include <thread>
 
 #include "io/error.h"
 #include "server/route_context.h"
@@ -113,7 +114,7 @@ HttpServer::HttpServer(ServerConfig config, EngineThread& engine)
     : config_(std::move(config)),
       engine_(engine),
       http_(std::make_unique<httplib::Server>()),
-      context_(std::make_unique<RouteContext>(RouteContext{config_, engine_, metrics_})) {
+      context_(new RouteContext{config_, engine_, metrics_}) {
   const size_t threads = config_.max_queue + 8;  // every accepted request gets a thread
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(config_.max_body_bytes);
@@ -189,6 +190,12 @@ int HttpServer::bind() {
 
 void HttpServer::listen() {
   if (!stopping_) http_->listen_after_bind();
+}
+
+void HttpServer::finish_responses(std::chrono::milliseconds bound) {
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  while (context_->open_responses.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 void HttpServer::stop() {

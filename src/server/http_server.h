@@ -41,6 +41,10 @@ class HttpServer {
   int bind();
   // Serves until stop(); returns after in-flight connections have ended.
   void listen();
+  // Waits up to `bound` for generation answers still being written (call
+  // after the engine has finished or cancelled their tasks): stop() cuts
+  // any that remain, since httplib ends chunked responses when stopping.
+  void finish_responses(std::chrono::milliseconds bound);
   // Stops accepting; safe from any thread.
   void stop();
   Metrics& metrics() { return metrics_; }

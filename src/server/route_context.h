@@ -3,6 +3,7 @@
 // an OpenAI-style error response (400 for invalid input, 500 for faults).
 #include <httplib.h>
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -16,6 +17,7 @@ struct RouteContext {
   const ServerConfig& config;
   EngineThread& engine;
   Metrics& metrics;
+  std::atomic<int> open_responses{0};  // generation answers still being written
 };
 
 using RouteHandler = std::function<void(const httplib::Request&, httplib::Response&)>;

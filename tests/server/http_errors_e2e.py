@@ -2,12 +2,15 @@
 malformed JSON, wrong types, a huge body, an unknown route, a missing or
 wrong API key, a prompt longer than the context, and a client that hangs
 up mid-stream. Each gets the right status and an OpenAI-style error body;
-the server keeps serving and frees the slot.
+the server keeps serving and frees the slot. Last, SIGTERM during a stream:
+the stream still ends properly and the server exits 0.
 
 usage: http_errors_e2e.py MLX_CPP_BINARY [MODEL_NAME]"""
 import json
+import signal
 import socket
 import sys
+import threading
 import time
 
 from server_process import DEFAULT_MODEL, Checks, Server, model_directory
@@ -64,6 +67,45 @@ def hang_up_mid_stream(server):
     return received
 
 
+def check_shutdown_mid_stream(checks, mlx_cpp, directory):
+    with Server(mlx_cpp, directory, "--shutdown-grace", "1") as server:
+        events, first = [], threading.Event()
+
+        def read_stream():
+            body = json.dumps({"messages": [{"role": "user", "content": "Tell a long story."}],
+                               "max_tokens": 300, "stream": True, "temperature": 0.8})
+            request = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                       f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                       f"Connection: close\r\n\r\n{body}")
+            with socket.create_connection(("127.0.0.1", server.port), timeout=600) as connection:
+                connection.sendall(request.encode())
+                received = b""
+                while True:
+                    piece = connection.recv(65536)
+                    if not piece:
+                        break
+                    received += piece
+                    if b"data: " in received:
+                        first.set()
+            events.extend(line[6:] for line in received.decode("utf-8", "replace").split("\n")
+                          if line.startswith("data: "))
+            first.set()
+
+        reader = threading.Thread(target=read_stream)
+        reader.start()
+        first.wait(600)
+        server.process.send_signal(signal.SIGTERM)
+        reader.join(120)
+        finishes = [json.loads(event)["choices"][0]["finish_reason"] for event in events
+                    if event.startswith("{") and json.loads(event).get("choices")]
+        checks.check("SIGTERM mid-stream: the stream ends with a finish_reason and [DONE]",
+                     events[-1:] == ["[DONE]"] and
+                     finishes[-1] in ("stop", "length", "cancelled"), str(events[-2:]))
+        print(f"      (stream ended with finish_reason {finishes[-1]!r} after {len(finishes)} chunks)")
+        code = server.process.wait(60)
+        checks.check("SIGTERM: exit status 0", code == 0, str(code))
+
+
 def main():
     mlx_cpp = sys.argv[1]
     name = sys.argv[2] if len(sys.argv) > 2 else DEFAULT_MODEL
@@ -108,6 +150,7 @@ def main():
                      code == 200 and 'status="400"' in text and "mlx_cpp_errors_total" in text)
         checks.check("one log line per request", any("/v1/chat/completions 401" in line
                                                       for line in server.log))
+    check_shutdown_mid_stream(checks, mlx_cpp, directory)
     checks.finish()
 
 
