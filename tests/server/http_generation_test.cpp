@@ -164,12 +164,17 @@ void expect_recovered(ServerFixture& server) {
   EXPECT_EQ(result->status, 200);
 }
 
-TEST(HttpGeneration, ClientDisconnectMidStreamCancelsGeneration) {
+// Generates until cancelled, one token per millisecond.
+FakeScript endless_script() {
   FakeScript script;
   script.until_cancelled = true;
   script.context_size = 1 << 30;
   script.token_delay = std::chrono::milliseconds(1);
-  ServerFixture server(script);
+  return script;
+}
+
+TEST(HttpGeneration, ClientDisconnectMidStreamCancelsGeneration) {
+  ServerFixture server(endless_script());
   int socket_fd = server.connect_raw();
   ASSERT_GE(socket_fd, 0);
   ServerFixture::send_request(socket_fd, "/v1/chat/completions",
@@ -182,11 +187,7 @@ TEST(HttpGeneration, ClientDisconnectMidStreamCancelsGeneration) {
 }
 
 TEST(HttpGeneration, ClientDisconnectDuringWholeResponseCancelsGeneration) {
-  FakeScript script;
-  script.until_cancelled = true;
-  script.context_size = 1 << 30;
-  script.token_delay = std::chrono::milliseconds(1);
-  ServerFixture server(script);
+  ServerFixture server(endless_script());
   int socket_fd = server.connect_raw();
   ASSERT_GE(socket_fd, 0);
   ServerFixture::send_request(socket_fd, "/v1/completions", Json{{"prompt", "go"}}.dump());
