@@ -12,9 +12,12 @@ namespace {
 constexpr int kMaxStopStrings = 16;
 constexpr int kMaxTopLogprobs = 20;
 
-// Fields with no meaning here that OpenAI defines; refusing them is clearer
-// than silently returning something else.
-void reject_unsupported(const nlohmann::ordered_json& body) {
+// Type checks of fields that are accepted but unused, and refusal of
+// OpenAI fields with no meaning here (clearer than silently doing something
+// else).
+void check_unused_and_unsupported_fields(const nlohmann::ordered_json& body) {
+  optional_string(body, "model");  // any name is served by the one model (docs/server.md)
+  optional_string(body, "user");   // accepted, unused
   if (auto n = optional_integer(body, "n"); n && *n != 1)
     throw invalid_request("'n' must be 1: one choice per request is supported", "n");
   if (auto best_of = optional_integer(body, "best_of"); best_of && *best_of != 1)
@@ -108,13 +111,11 @@ void parse_stream(const nlohmann::ordered_json& body, CompletionRequest& request
   request.stream = optional_bool(body, "stream").value_or(false);
   auto stream_options = optional_object(body, "stream_options");
   request.include_usage = optional_bool(stream_options, "include_usage").value_or(false);
-  optional_string(body, "model");  // any name is served by the one model (docs/server.md)
-  optional_string(body, "user");
 }
 
 CompletionRequest parse_common(const nlohmann::ordered_json& body, const ModelInfo& model,
                                Endpoint endpoint) {
-  reject_unsupported(body);
+  check_unused_and_unsupported_fields(body);
   CompletionRequest request;
   request.endpoint = endpoint;
   request.text.options = model.defaults;
