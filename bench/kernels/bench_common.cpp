@@ -18,7 +18,7 @@ void run_op(benchmark::State& state, const OpBuilder& build) {
 
 }  // namespace
 
-void register_pair(const std::string& name, std::function<OpPair()> setup) {
+void register_pair(const std::string& name, std::function<OpPair()> setup, bool slow_stock) {
   // Inputs are created lazily on first use and shared by both benchmarks,
   // so filtered runs do not pay for shapes they skip.
   auto pair = std::make_shared<std::unique_ptr<OpPair>>();
@@ -26,10 +26,10 @@ void register_pair(const std::string& name, std::function<OpPair()> setup) {
     if (!*pair) *pair = std::make_unique<OpPair>(setup());
     return **pair;
   };
-  benchmark::RegisterBenchmark((name + "/stock").c_str(),
-                               [get](benchmark::State& state) { run_op(state, get().stock); })
-      ->Unit(benchmark::kMicrosecond)
-      ->UseRealTime();
+  auto* stock = benchmark::RegisterBenchmark(
+      (name + "/stock").c_str(), [get](benchmark::State& state) { run_op(state, get().stock); });
+  stock->Unit(benchmark::kMicrosecond)->UseRealTime();
+  if (slow_stock) stock->Iterations(1)->Repetitions(1);
   benchmark::RegisterBenchmark((name + "/fast").c_str(),
                                [get](benchmark::State& state) { run_op(state, get().fast); })
       ->Unit(benchmark::kMicrosecond)

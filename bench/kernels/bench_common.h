@@ -19,7 +19,9 @@ struct OpPair {
   OpBuilder stock;
   OpBuilder fast;
 };
-void register_pair(const std::string& name, std::function<OpPair()> setup);
+// `slow_stock`: the stock op takes seconds per call (the scalar bfloat16
+// CPU path at 512 rows), so it runs one iteration, one repetition.
+void register_pair(const std::string& name, std::function<OpPair()> setup, bool slow_stock = false);
 
 // Random normal array, evaluated.
 mlx::core::array random_input(const mlx::core::Shape& shape, mlx::core::Dtype dtype, float scale,

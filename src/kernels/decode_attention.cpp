@@ -189,6 +189,9 @@ class DecodeAttentionFast : public FallbackPrimitive {
         1);
   }
   const char* name() const override { return "DecodeAttentionFast"; }
+  std::vector<mx::Shape> output_shapes(const Arrays& inputs) override {
+    return {{inputs[0].shape(0), inputs[0].shape(1), 1, inputs[2].shape(3)}};
+  }
   bool is_equivalent(const mx::Primitive& other) const override {
     auto& o = static_cast<const DecodeAttentionFast&>(other);
     return scale_ == o.scale_ && has_mask_ == o.has_mask_;

@@ -108,6 +108,11 @@ class QuantizedMatmulFast : public FallbackPrimitive {
              });
   }
   const char* name() const override { return "QuantizedMatmulFast"; }
+  std::vector<mx::Shape> output_shapes(const Arrays& inputs) override {
+    auto shape = inputs[0].shape();
+    shape.back() = inputs[1].shape(0);
+    return {shape};
+  }
   bool is_equivalent(const mx::Primitive& other) const override {
     auto& o = static_cast<const QuantizedMatmulFast&>(other);
     return group_size_ == o.group_size_ && bits_ == o.bits_;

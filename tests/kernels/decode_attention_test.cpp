@@ -18,12 +18,7 @@ using testing::ErrorReport;
 using testing::for_each_isa;
 using testing::measure_error;
 using testing::random_normal;
-
-double tolerance_for(mx::Dtype dtype) {
-  if (dtype == mx::bfloat16) return 1.0 / 128;
-  if (dtype == mx::float16) return 1.0 / 1024;
-  return 1e-5;
-}
+using testing::rounding_tolerance;
 
 mx::array reference(const mx::array& q, const mx::array& k, const mx::array& v, float scale,
                     const std::optional<mx::array>& mask) {
@@ -53,7 +48,7 @@ TEST(DecodeAttentionFast, MatchesStockAttention) {
         auto fast = decode_attention_fast(q, k, v, scale);
         auto stats = measure_error(fast, reference(q, k, v, scale, std::nullopt));
         report.add(stats);
-        EXPECT_LE(stats.max_rel, tolerance_for(dtype))
+        EXPECT_LE(stats.max_rel, rounding_tolerance(dtype, 1, 1e-5))
             << "B" << c.B << " Hq" << c.Hq << " Hkv" << c.Hkv << " S" << c.S << " D" << c.D << " "
             << dtype;
       }

@@ -16,17 +16,12 @@ using testing::ErrorReport;
 using testing::for_each_isa;
 using testing::measure_error;
 using testing::random_normal;
-
-// Bound on max |fast - stock| / max |stock| when both round to `dtype`:
-// float32 order noise, or two roundings of a 16-bit float.
-double tolerance_for(mx::Dtype dtype) {
-  if (dtype == mx::bfloat16) return 2.0 / 128;
-  if (dtype == mx::float16) return 2.0 / 1024;
-  return 1e-5;
-}
+using testing::rounding_tolerance;
 
 const mx::Dtype kDtypes[] = {mx::float32, mx::bfloat16, mx::float16};
 
+// Both sides round to the output dtype (the stock op once per op), so the
+// 16-bit bounds allow two roundings.
 TEST(RmsNormFast, MatchesStock) {
   ErrorReport report("rms_norm_fast vs fast::rms_norm");
   const mx::Shape shapes[] = {{1, 576}, {3, 1, 64}, {7, 1536}, {2, 9, 100}, {513, 576}, {5}};
@@ -43,7 +38,7 @@ TEST(RmsNormFast, MatchesStock) {
           ASSERT_EQ(fast.dtype(), stock.dtype());
           auto stats = measure_error(fast, stock);
           report.add(stats);
-          EXPECT_LE(stats.max_rel, tolerance_for(dtype)) << shape << " " << dtype;
+          EXPECT_LE(stats.max_rel, rounding_tolerance(dtype, 2, 1e-5)) << shape << " " << dtype;
         }
       }
     }
@@ -70,12 +65,8 @@ struct RopeCase {
   int offset;
 };
 
-// float32 rope: libm's cos/sin and MLX's vectorized ones differ by a few
-// ulp at large angles (position 1000+), so the float32 bound is looser.
-double rope_tolerance_for(mx::Dtype dtype) {
-  return dtype == mx::float32 ? 5e-5 : tolerance_for(dtype);
-}
-
+// Rope's float32 bound is looser: libm's cos/sin and MLX's vectorized ones
+// differ by a few ulp at large angles (position 1000+).
 TEST(RopeFast, MatchesStockWithBaseOrFreqs) {
   ErrorReport report("rope_fast vs fast::rope");
   const RopeCase cases[] = {{{1, 9, 1, 64}, 64, false, 37},   {{1, 9, 1, 64}, 64, true, 5},
@@ -90,7 +81,7 @@ TEST(RopeFast, MatchesStockWithBaseOrFreqs) {
         auto stock = mx::fast::rope(x, c.dims, c.traditional, 10000.0f, 1.0f, c.offset);
         auto stats = measure_error(fast, stock);
         report.add(stats);
-        EXPECT_LE(stats.max_rel, rope_tolerance_for(dtype))
+        EXPECT_LE(stats.max_rel, rounding_tolerance(dtype, 2, 5e-5))
             << c.shape << " dims " << c.dims << " " << dtype;
 
         auto freqs =
@@ -99,7 +90,7 @@ TEST(RopeFast, MatchesStockWithBaseOrFreqs) {
         auto fast_f = rope_fast(x, c.dims, c.traditional, std::nullopt, 0.5f, c.offset, freqs);
         auto stock_f =
             mx::fast::rope(x, c.dims, c.traditional, std::nullopt, 0.5f, c.offset, freqs);
-        EXPECT_LE(measure_error(fast_f, stock_f).max_rel, rope_tolerance_for(dtype))
+        EXPECT_LE(measure_error(fast_f, stock_f).max_rel, rounding_tolerance(dtype, 2, 5e-5))
             << "freqs " << c.shape;
       }
     }
@@ -130,7 +121,7 @@ TEST(GatedActivationFast, MatchesStockComposition) {
         auto silu_ref = mx::multiply(mx::multiply(gate32, mx::sigmoid(gate32)), up32);
         auto silu = measure_error(gated_activation_fast(gate, up, GatedActivation::silu), silu_ref);
         silu_report.add(silu);
-        EXPECT_LE(silu.max_rel, tolerance_for(dtype)) << shape << " " << dtype;
+        EXPECT_LE(silu.max_rel, rounding_tolerance(dtype, 2, 1e-5)) << shape << " " << dtype;
         auto inner = mx::multiply(
             mx::array(0.7978845608f),
             mx::add(gate32,
@@ -141,7 +132,7 @@ TEST(GatedActivationFast, MatchesStockComposition) {
         auto gelu =
             measure_error(gated_activation_fast(gate, up, GatedActivation::gelu_approx), gelu_ref);
         gelu_report.add(gelu);
-        EXPECT_LE(gelu.max_rel, tolerance_for(dtype)) << shape << " " << dtype;
+        EXPECT_LE(gelu.max_rel, rounding_tolerance(dtype, 2, 1e-5)) << shape << " " << dtype;
       }
     }
   });

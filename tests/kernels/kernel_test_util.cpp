@@ -33,6 +33,12 @@ void ErrorReport::add(const ErrorStats& stats) {
   worst_.max_expected = std::max(worst_.max_expected, stats.max_expected);
 }
 
+double rounding_tolerance(mx::Dtype dtype, int roundings, double float32_bound) {
+  if (dtype == mx::bfloat16) return roundings / 128.0;
+  if (dtype == mx::float16) return roundings / 1024.0;
+  return float32_bound;
+}
+
 std::vector<Isa> available_isas() {
   std::vector<Isa> isas;
   for (int level = 0; level <= static_cast<int>(detected_isa()); ++level) {

@@ -34,6 +34,12 @@ class ErrorReport {
   int cases_ = 0;
 };
 
+// Bound on max |actual - expected| / max |expected| for an output in
+// `dtype`: `float32_bound` for float32, else `roundings` roundings of the
+// 16-bit type, each counted as one ulp at the largest element (1/128 for
+// bfloat16, 1/1024 for float16).
+double rounding_tolerance(mlx::core::Dtype dtype, int roundings, double float32_bound);
+
 // SIMD levels available here, from the portable one up.
 std::vector<Isa> available_isas();
 

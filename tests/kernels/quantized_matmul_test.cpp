@@ -20,6 +20,7 @@ using testing::ErrorReport;
 using testing::for_each_isa;
 using testing::measure_error;
 using testing::random_normal;
+using testing::rounding_tolerance;
 
 struct QuantizedWeights {
   mx::array w, scales, biases;
@@ -37,14 +38,6 @@ mx::array stock_in_float32(const mx::array& x, const QuantizedWeights& q, int gr
                            int bits) {
   return mx::quantized_matmul(mx::astype(x, mx::float32), q.w, mx::astype(q.scales, mx::float32),
                               mx::astype(q.biases, mx::float32), true, group_size, bits);
-}
-
-// Bound on max |fast - reference| / max |reference|: float32 summation
-// order, or one rounding of the output (plus a little order noise).
-double tolerance_for(mx::Dtype out_dtype) {
-  if (out_dtype == mx::bfloat16) return 1.0 / 128;
-  if (out_dtype == mx::float16) return 1.0 / 1024;
-  return 2e-6;
 }
 
 struct Case {
@@ -69,6 +62,7 @@ void check_case(const Case& c, int group_size, int bits, std::pair<mx::Dtype, mx
   auto stock = mx::quantized_matmul(x, q.w, q.scales, q.biases, true, group_size, bits);
   ASSERT_EQ(fast.dtype(), stock.dtype());
   ASSERT_EQ(fast.shape(), stock.shape());
+  // Bound: float32 summation order, or one rounding of a 16-bit output.
   auto reference = stock_in_float32(x, q, group_size, bits);
   auto stats = measure_error(fast, reference);
   (fast.dtype() == mx::float32 ? f32_report : half_report).add(stats);
@@ -76,7 +70,7 @@ void check_case(const Case& c, int group_size, int bits, std::pair<mx::Dtype, mx
   // reference (its output rounding).
   static ErrorReport stock_half_report("stock quantized_matmul bfloat16/float16 output (context)");
   if (fast.dtype() != mx::float32) stock_half_report.add(measure_error(stock, reference));
-  EXPECT_LE(stats.max_rel, tolerance_for(fast.dtype()))
+  EXPECT_LE(stats.max_rel, rounding_tolerance(fast.dtype(), 1, 2e-6))
       << "M=" << c.M << " N=" << c.N << " K=" << c.K << " group=" << group_size << " bits=" << bits
       << " x=" << x_dtype << " scales=" << scale_dtype << " isa=" << isa_name(active_isa());
 }
