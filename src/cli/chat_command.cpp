@@ -43,6 +43,7 @@ struct ChatArguments {
   float min_p = 0.0f;
   std::optional<uint64_t> seed;
   int context_size = 0;
+  std::string kernels = "fast";
 };
 
 class Chat {
@@ -139,8 +140,13 @@ void register_chat_command(CLI::App& app) {
   command->add_option("--min-p", args->min_p, "Min-p sampling (0 = off)")->capture_default_str();
   command->add_option("--seed", args->seed, "Random seed");
   command->add_option("--ctx-size", args->context_size, "Context size in tokens");
+  command
+      ->add_option("--kernels", args->kernels,
+                   "fast (own CPU kernels) or stock (bit-exact with mlx-lm)")
+      ->capture_default_str();
   command->callback([args] {
-    auto session = Session::open(resolve_model_argument(args->model), {args->context_size});
+    auto session = Session::open(resolve_model_argument(args->model),
+                                 {args->context_size, parse_kernel_mode(args->kernels)});
     install_interrupt_handler();
     Chat(*args, std::move(session)).run();
   });

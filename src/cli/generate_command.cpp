@@ -24,6 +24,7 @@ struct GenerateArguments {
   int repetition_context_size = 20;
   int context_size = 0;
   std::vector<std::string> stop;
+  std::string kernels = "fast";
 };
 
 void print_stats(const TextResult& result) {
@@ -39,7 +40,8 @@ void print_stats(const TextResult& result) {
 }
 
 void run_generate(const GenerateArguments& args) {
-  auto session = Session::open(resolve_model_argument(args.model), {args.context_size});
+  auto session = Session::open(resolve_model_argument(args.model),
+                               {args.context_size, parse_kernel_mode(args.kernels)});
   std::vector<int> prompt_ids;
   if (args.chat) {
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
@@ -97,6 +99,10 @@ void register_generate_command(CLI::App& app) {
   command->add_option("--stop", args->stop, "Stop string (repeatable)");
   command->add_option("--ctx-size", args->context_size,
                       "Context size in tokens (default: the model's maximum)");
+  command
+      ->add_option("--kernels", args->kernels,
+                   "fast (own CPU kernels) or stock (bit-exact with mlx-lm)")
+      ->capture_default_str();
   command->callback([args] { run_generate(*args); });
 }
 

@@ -1,9 +1,9 @@
 #include "engine/session.h"
 
-#include <algorithm>
-
 #include <mlx/ops.h>
 #include <mlx/transforms.h>
+
+#include <algorithm>
 
 #include "engine/stop_matcher.h"
 #include "io/error.h"
@@ -17,7 +17,8 @@ std::vector<TokenLogprob> top_alternatives(const Tokenizer& tokenizer, const mx:
                                            int count) {
   const int vocab = logprobs.shape(0);
   count = std::min(count, vocab);
-  auto order = mx::slice(mx::argsort(mx::negative(mx::astype(logprobs, mx::float32))), {0}, {count});
+  auto order =
+      mx::slice(mx::argsort(mx::negative(mx::astype(logprobs, mx::float32))), {0}, {count});
   auto values = mx::astype(mx::take(logprobs, order), mx::float32);
   mx::eval({order, values});
   std::vector<TokenLogprob> result;
@@ -37,7 +38,7 @@ float logprob_of(const mx::array& logprobs, int id) {
 std::unique_ptr<Session> Session::open(const std::filesystem::path& directory,
                                        const SessionOptions& options) {
   std::unique_ptr<Session> session(new Session());
-  session->loaded_ = load_model(directory);
+  session->loaded_ = load_model(directory, {options.kernels});
   session->tokenizer_ = Tokenizer::from_directory(directory);
   auto source = session->tokenizer_->chat_template();
   if (!source.empty()) session->chat_template_ = std::make_unique<ChatTemplate>(source);
@@ -152,17 +153,18 @@ TextResult Session::generate(const TextRequest& request,
     TextChunk chunk;
     chunk.text = stops.add(detokenizer.add(token.id));
     if (request.logprobs || request.top_logprobs > 0)
-      chunk.tokens.push_back({token.id, tokenizer_->decode({token.id}, false),
-                              logprob_of(token.logprobs, token.id)});
+      chunk.tokens.push_back(
+          {token.id, tokenizer_->decode({token.id}, false), logprob_of(token.logprobs, token.id)});
     if (request.top_logprobs > 0)
-      chunk.alternatives.push_back(top_alternatives(*tokenizer_, token.logprobs, request.top_logprobs));
+      chunk.alternatives.push_back(
+          top_alternatives(*tokenizer_, token.logprobs, request.top_logprobs));
     if (!emit(chunk)) return false;
     return !stops.matched();
   };
   GenerationStats stats;
   try {
-    stats = generate_tokens(*loaded_.model, cache_, fresh, options, eos_token_ids_, on_token,
-                            history);
+    stats =
+        generate_tokens(*loaded_.model, cache_, fresh, options, eos_token_ids_, on_token, history);
   } catch (...) {
     reset_cache();  // a failed step leaves the caches in an unknown state
     throw;

@@ -5,11 +5,10 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/token_generator.h"
 #include "model/language_model.h"
@@ -50,6 +49,7 @@ struct TextResult {
 
 struct SessionOptions {
   int context_size = 0;  // max prompt + completion tokens (0 = model's max_position_embeddings)
+  KernelMode kernels = KernelMode::stock;
 };
 
 class Session {
@@ -69,9 +69,10 @@ class Session {
   // Renders the chat template with transformers' inputs (messages, tools,
   // add_generation_prompt, bos/eos tokens, extra kwargs) and tokenizes it
   // without adding special tokens again.
-  std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                          bool add_generation_prompt,
-                          const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
+  std::string render_chat(
+      const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+      bool add_generation_prompt,
+      const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
 
   // Generates; reuses the conversation cache for the longest common token
   // prefix with the previous request. on_chunk returning false cancels.

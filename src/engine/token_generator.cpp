@@ -1,10 +1,10 @@
 #include "engine/token_generator.h"
 
-#include <algorithm>
-
 #include <mlx/memory.h>
 #include <mlx/ops.h>
 #include <mlx/transforms.h>
+
+#include <algorithm>
 
 #include "io/error.h"
 

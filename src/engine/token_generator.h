@@ -4,12 +4,12 @@
 // prompt token produces the first logits, and step n+1 is scheduled with
 // async_eval before token n is read, so the host never waits on an idle
 // device.
+#include <mlx/array.h>
+
 #include <chrono>
 #include <functional>
 #include <optional>
 #include <vector>
-
-#include <mlx/array.h>
 
 #include "model/language_model.h"
 #include "model/logits_processors.h"
@@ -60,8 +60,7 @@ using TokenCallback = std::function<bool(const GeneratedToken& token)>;
 GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
                                 const std::vector<int>& prompt, const GenerationOptions& options,
                                 const std::vector<int>& eos_token_ids,
-                                const TokenCallback& on_token,
-                                const std::vector<int>& history = {},
+                                const TokenCallback& on_token, const std::vector<int>& history = {},
                                 const LogitsObserver& observe_logits = {});
 
 }  // namespace mlx_cpp

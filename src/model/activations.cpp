@@ -1,11 +1,11 @@
 #include "model/activations.h"
 
+#include <mlx/compile.h>
+#include <mlx/ops.h>
+
 #include <cmath>
 #include <limits>
 #include <numbers>
-
-#include <mlx/compile.h>
-#include <mlx/ops.h>
 
 namespace mlx_cpp {
 namespace mx = mlx::core;

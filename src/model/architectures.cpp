@@ -12,7 +12,9 @@ namespace {
 
 using Builder = std::function<TransformerSpec(const ConfigReader&)>;
 
-float inverse_sqrt(double value) { return static_cast<float>(std::pow(value, -0.5)); }
+float inverse_sqrt(double value) {
+  return static_cast<float>(std::pow(value, -0.5));
+}
 
 // The fields every llama-family config shares.
 TransformerSpec common_fields(const ConfigReader& config) {

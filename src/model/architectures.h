@@ -3,10 +3,9 @@
 // config.json into a TransformerSpec. Adding an architecture of the llama
 // family is one entry here; a model that needs its own graph gets a dedicated
 // module instead, and dispatch tries that first.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/transformer_spec.h"
 

@@ -1,10 +1,9 @@
 #pragma once
 // Typed access to config.json fields with errors that name the field, the
 // expected type and the model type.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace mlx_cpp {
 

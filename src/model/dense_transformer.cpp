@@ -3,6 +3,7 @@
 #include <mlx/fast.h>
 #include <mlx/ops.h>
 
+#include "kernels/kernels.h"
 #include "model/activations.h"
 #include "model/weight_store.h"
 
@@ -26,6 +27,10 @@ mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
   keys = rope.apply(keys, offset);
   auto [all_keys, all_values] = cache.update_and_fetch(keys, values);
 
+  if (kernels == KernelMode::fast && length == 1 && mask.kind != AttentionMask::Kind::causal) {
+    auto output = kernels::decode_attention_fast(queries, all_keys, all_values, scale, mask.mask);
+    return o_proj(mx::reshape(mx::transpose(output, {0, 2, 1, 3}), {batch, length, -1}));
+  }
   std::string mode;
   std::optional<mx::array> mask_array;
   if (mask.kind == AttentionMask::Kind::causal) mode = "causal";
@@ -33,8 +38,8 @@ mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
     mode = "array";
     mask_array = mask.mask;
   }
-  auto output =
-      mx::fast::scaled_dot_product_attention(queries, all_keys, all_values, scale, mode, mask_array);
+  auto output = mx::fast::scaled_dot_product_attention(queries, all_keys, all_values, scale, mode,
+                                                       mask_array);
   output = mx::reshape(mx::transpose(output, {0, 2, 1, 3}), {batch, length, -1});
   return o_proj(output);
 }
@@ -42,6 +47,11 @@ mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
 mx::array GatedMlp::operator()(const mx::array& x) const {
   auto gate = gate_proj(x);
   auto up = up_proj(x);
+  if (kernels == KernelMode::fast) {
+    auto kind = activation == GatedActivation::gelu_approx ? kernels::GatedActivation::gelu_approx
+                                                           : kernels::GatedActivation::silu;
+    return down_proj(kernels::gated_activation_fast(gate, up, kind));
+  }
   if (activation == GatedActivation::gelu_approx)
     return down_proj(mx::multiply(gelu_approx(gate), up));
   return down_proj(swiglu(gate, up));
@@ -60,26 +70,27 @@ mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& 
 }
 
 DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
-                                   const QuantizationConfig& quantization)
-    : spec_(std::move(spec)) {
+                                   const QuantizationConfig& quantization, KernelMode kernels)
+    : spec_(std::move(spec)), kernels_(kernels) {
   embed_tokens_ = Embedding::load(weights, quantization, "model.embed_tokens", spec_.vocab_size,
-                                  spec_.hidden_size);
+                                  spec_.hidden_size, kernels_);
   for (int i = 0; i < spec_.num_layers; ++i)
     layers_.push_back(load_block(weights, quantization, i));
-  final_norm_ =
-      RmsNorm::load(weights, "model.norm", spec_.hidden_size, spec_.norm_eps, spec_.norm_style);
+  final_norm_ = RmsNorm::load(weights, "model.norm", spec_.hidden_size, spec_.norm_eps,
+                              spec_.norm_style, kernels_);
   bool tied = spec_.tied_head == TiedHead::tied ||
               (spec_.tied_head == TiedHead::if_head_missing && !weights.contains("lm_head.weight"));
   if (tied)
     weights.discard("lm_head.weight");  // mlx-lm drops a redundant head of tied models
   else
     lm_head_ = Linear::load(weights, quantization, "lm_head", spec_.hidden_size, spec_.vocab_size,
-                            false);
+                            false, kernels_);
   const size_t hidden = spec_.hidden_size, kv = size_t(spec_.num_kv_heads) * spec_.head_dim;
   const size_t q = size_t(spec_.num_heads) * spec_.head_dim;
-  const size_t per_layer = hidden * (q + 2 * kv) + q * hidden +
-                           3 * hidden * size_t(spec_.intermediate_size);
-  parameter_count_ = per_layer * spec_.num_layers + size_t(spec_.vocab_size) * hidden * (tied ? 1 : 2);
+  const size_t per_layer =
+      hidden * (q + 2 * kv) + q * hidden + 3 * hidden * size_t(spec_.intermediate_size);
+  parameter_count_ =
+      per_layer * spec_.num_layers + size_t(spec_.vocab_size) * hidden * (tied ? 1 : 2);
 }
 
 TransformerBlock DenseTransformer::load_block(WeightStore& weights,
@@ -89,10 +100,10 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   const int hidden = spec_.hidden_size, head_dim = spec_.head_dim;
   const int q_dims = spec_.num_heads * head_dim, kv_dims = spec_.num_kv_heads * head_dim;
   auto linear = [&](const std::string& name, int in, int out, bool bias) {
-    return Linear::load(weights, quantization, prefix + name, in, out, bias);
+    return Linear::load(weights, quantization, prefix + name, in, out, bias, kernels_);
   };
   auto norm = [&](const std::string& name, int dims) {
-    return RmsNorm::load(weights, prefix + name, dims, spec_.norm_eps, spec_.norm_style);
+    return RmsNorm::load(weights, prefix + name, dims, spec_.norm_eps, spec_.norm_style, kernels_);
   };
   TransformerBlock block;
   block.sliding = spec_.layer_is_sliding[index];
@@ -109,6 +120,8 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   const auto& rope = block.sliding ? spec_.local_rope : spec_.global_rope;
   attention.rope = make_rotary_embedding(head_dim, rope.base, rope.traditional, rope.scaling,
                                          spec_.max_position_embeddings);
+  attention.rope.fast_kernel = kernels_ == KernelMode::fast;
+  attention.kernels = kernels_;
   attention.num_heads = spec_.num_heads;
   attention.num_kv_heads = spec_.num_kv_heads;
   attention.scale = spec_.attention_scale;
@@ -116,7 +129,7 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   const int ffn = spec_.intermediate_size;
   block.mlp = {linear("mlp.gate_proj", hidden, ffn, spec_.mlp_bias),
                linear("mlp.up_proj", hidden, ffn, spec_.mlp_bias),
-               linear("mlp.down_proj", ffn, hidden, spec_.mlp_bias), spec_.activation};
+               linear("mlp.down_proj", ffn, hidden, spec_.mlp_bias), spec_.activation, kernels_};
   block.input_norm = norm("input_layernorm", hidden);
   block.post_attention_norm = norm("post_attention_layernorm", hidden);
   if (spec_.sandwich_norms) {

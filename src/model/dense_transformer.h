@@ -21,6 +21,7 @@ struct Attention {
   RotaryEmbedding rope;
   int num_heads = 0, num_kv_heads = 0;
   float scale = 1.0f;
+  KernelMode kernels = KernelMode::stock;  // fast: own decode attention for one query
 
   // x: [B, L, hidden] → [B, L, hidden]
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
@@ -30,6 +31,7 @@ struct Attention {
 struct GatedMlp {
   Linear gate_proj, up_proj, down_proj;
   GatedActivation activation = GatedActivation::silu;
+  KernelMode kernels = KernelMode::stock;
   mlx::core::array operator()(const mlx::core::array& x) const;
 };
 
@@ -48,7 +50,7 @@ struct TransformerBlock {
 class DenseTransformer : public LanguageModel {
  public:
   DenseTransformer(TransformerSpec spec, WeightStore& weights,
-                   const QuantizationConfig& quantization);
+                   const QuantizationConfig& quantization, KernelMode kernels = KernelMode::stock);
 
   mlx::core::array forward(const mlx::core::array& tokens, CacheList& caches) const override;
   CacheList make_caches() const override;
@@ -62,6 +64,7 @@ class DenseTransformer : public LanguageModel {
                               int index) const;
 
   TransformerSpec spec_;
+  KernelMode kernels_;
   Embedding embed_tokens_;
   std::vector<TransformerBlock> layers_;
   std::optional<RmsNorm> final_norm_;

@@ -3,13 +3,13 @@
 // KVCache and RotatingKVCache so the stock path stays bit-exact. Models touch
 // a cache only through update_and_fetch() and offset(); the cache kind comes
 // from the model (make_caches), never from branches in attention.
+#include <mlx/array.h>
+
 #include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <mlx/array.h>
 
 namespace mlx_cpp {
 

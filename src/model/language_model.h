@@ -2,15 +2,16 @@
 // What the engine sees of a model: a forward pass over token ids with
 // per-layer caches, and the caches the model wants. Dedicated graphs and the
 // generic dense transformer both implement this.
+#include <mlx/array.h>
+
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <mlx/array.h>
-#include <nlohmann/json.hpp>
-
 #include "model/kv_cache.h"
+#include "model/transformer_spec.h"
 
 namespace mlx_cpp {
 
@@ -33,9 +34,13 @@ struct LoadedModel {
   std::filesystem::path directory;
 };
 
+struct LoadOptions {
+  KernelMode kernels = KernelMode::stock;
+};
+
 // Loads config.json (+ generation_config.json) and the weights of an MLX
 // checkpoint directory, audits the weights, and returns the model. Throws
 // Error with a one-line message on any problem.
-LoadedModel load_model(const std::filesystem::path& directory);
+LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions& options = {});
 
 }  // namespace mlx_cpp

@@ -3,6 +3,7 @@
 #include <mlx/fast.h>
 #include <mlx/ops.h>
 
+#include "kernels/kernels.h"
 #include "model/weight_store.h"
 
 namespace mlx_cpp {
@@ -15,31 +16,38 @@ std::optional<QuantizedTensor> load_quantized(WeightStore& weights,
   if (!params) return std::nullopt;
   const int packed_columns = in_dims * params->bits / 32;
   const int groups = in_dims / params->group_size;
-  return QuantizedTensor{weights.take(path + ".weight", mx::Shape{out_dims, packed_columns},
-                                      DtypeRule::packed_uint32),
-                         weights.take(path + ".scales", mx::Shape{out_dims, groups}),
-                         weights.take(path + ".biases", mx::Shape{out_dims, groups}), *params};
+  return QuantizedTensor{
+      weights.take(path + ".weight", mx::Shape{out_dims, packed_columns}, DtypeRule::packed_uint32),
+      weights.take(path + ".scales", mx::Shape{out_dims, groups}),
+      weights.take(path + ".biases", mx::Shape{out_dims, groups}), *params};
 }
 
 namespace {
-mx::array quantized_projection(const mx::array& x, const QuantizedTensor& q) {
+// The own kernel covers affine 4- and 8-bit weights; other widths stay stock.
+mx::array quantized_projection(const mx::array& x, const QuantizedTensor& q, KernelMode kernels) {
+  if (kernels == KernelMode::fast && (q.params.bits == 4 || q.params.bits == 8))
+    return kernels::quantized_matmul_fast(x, q.packed, q.scales, q.biases, q.params.group_size,
+                                          q.params.bits);
   return mx::quantized_matmul(x, q.packed, q.scales, q.biases, /*transpose=*/true,
                               q.params.group_size, q.params.bits, q.params.mode);
 }
 }  // namespace
 
 Linear Linear::load(WeightStore& weights, const QuantizationConfig& quantization,
-                    const std::string& path, int in_dims, int out_dims, bool has_bias) {
+                    const std::string& path, int in_dims, int out_dims, bool has_bias,
+                    KernelMode kernels) {
   Linear layer;
+  layer.kernels_ = kernels;
   layer.quantized_ = load_quantized(weights, quantization, path, in_dims, out_dims);
-  if (!layer.quantized_) layer.dense_ = weights.take(path + ".weight", mx::Shape{out_dims, in_dims});
+  if (!layer.quantized_)
+    layer.dense_ = weights.take(path + ".weight", mx::Shape{out_dims, in_dims});
   if (has_bias) layer.bias_ = weights.take(path + ".bias", mx::Shape{out_dims});
   return layer;
 }
 
 mx::array Linear::operator()(const mx::array& x) const {
   if (quantized_) {
-    auto y = quantized_projection(x, *quantized_);
+    auto y = quantized_projection(x, *quantized_, kernels_);
     return bias_ ? mx::add(y, *bias_) : y;
   }
   // mlx.nn.Linear: addmm(bias, x, W.T) with a bias, x @ W.T without.
@@ -48,8 +56,9 @@ mx::array Linear::operator()(const mx::array& x) const {
 }
 
 Embedding Embedding::load(WeightStore& weights, const QuantizationConfig& quantization,
-                          const std::string& path, int vocab_size, int dims) {
+                          const std::string& path, int vocab_size, int dims, KernelMode kernels) {
   Embedding layer;
+  layer.kernels_ = kernels;
   layer.quantized_ = load_quantized(weights, quantization, path, dims, vocab_size);
   if (!layer.quantized_) layer.dense_ = weights.take(path + ".weight", mx::Shape{vocab_size, dims});
   return layer;
@@ -65,12 +74,13 @@ mx::array Embedding::lookup(const mx::array& ids) const {
 
 mx::array Embedding::as_linear(const mx::array& x) const {
   if (dense_) return mx::matmul(x, mx::transpose(*dense_));
-  return quantized_projection(x, *quantized_);
+  return quantized_projection(x, *quantized_, kernels_);
 }
 
 RmsNorm RmsNorm::load(WeightStore& weights, const std::string& path, int dims, float eps,
-                      NormStyle style) {
+                      NormStyle style, KernelMode kernels) {
   RmsNorm norm;
+  norm.kernels_ = kernels;
   norm.eps_ = eps;
   norm.weight_ = weights.take(path + ".weight", mx::Shape{dims});
   // gemma computes 1 + w in the weight's dtype (a weak Python scalar).
@@ -80,6 +90,7 @@ RmsNorm RmsNorm::load(WeightStore& weights, const std::string& path, int dims, f
 }
 
 mx::array RmsNorm::operator()(const mx::array& x) const {
+  if (kernels_ == KernelMode::fast) return kernels::rms_norm_fast(x, weight_, eps_);
   return mx::fast::rms_norm(x, weight_, eps_);
 }
 

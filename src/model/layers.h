@@ -3,10 +3,10 @@
 // composes them so the stock path is bit-exact with mlx-lm: a linear layer
 // (dense or affine-quantized, with an optional additive bias), an embedding
 // (dense or quantized, usable as a tied output projection) and RMSNorm.
+#include <mlx/array.h>
+
 #include <optional>
 #include <string>
-
-#include <mlx/array.h>
 
 #include "model/quantization.h"
 #include "model/transformer_spec.h"
@@ -27,7 +27,8 @@ class Linear {
   // Loads <path>.weight (+ .scales/.biases when quantized, + .bias when
   // has_bias) for a [out_dims, in_dims] projection.
   static Linear load(WeightStore& weights, const QuantizationConfig& quantization,
-                     const std::string& path, int in_dims, int out_dims, bool has_bias);
+                     const std::string& path, int in_dims, int out_dims, bool has_bias,
+                     KernelMode kernels = KernelMode::stock);
 
   // x: [..., in_dims] → [..., out_dims]
   mlx::core::array operator()(const mlx::core::array& x) const;
@@ -37,12 +38,14 @@ class Linear {
   std::optional<mlx::core::array> dense_;  // [out, in]
   std::optional<QuantizedTensor> quantized_;
   std::optional<mlx::core::array> bias_;  // [out]
+  KernelMode kernels_ = KernelMode::stock;
 };
 
 class Embedding {
  public:
   static Embedding load(WeightStore& weights, const QuantizationConfig& quantization,
-                        const std::string& path, int vocab_size, int dims);
+                        const std::string& path, int vocab_size, int dims,
+                        KernelMode kernels = KernelMode::stock);
 
   // ids: int [B, L] → [B, L, dims]
   mlx::core::array lookup(const mlx::core::array& ids) const;
@@ -52,17 +55,19 @@ class Embedding {
  private:
   std::optional<mlx::core::array> dense_;  // [vocab, dims]
   std::optional<QuantizedTensor> quantized_;
+  KernelMode kernels_ = KernelMode::stock;
 };
 
 class RmsNorm {
  public:
   static RmsNorm load(WeightStore& weights, const std::string& path, int dims, float eps,
-                      NormStyle style);
+                      NormStyle style, KernelMode kernels = KernelMode::stock);
   mlx::core::array operator()(const mlx::core::array& x) const;
 
  private:
   mlx::core::array weight_ = mlx::core::array(0.0f);  // effective weight (1 + w for gemma)
   float eps_ = 1e-5f;
+  KernelMode kernels_ = KernelMode::stock;
 };
 
 // Loads quantized tensors of a module when the quantization rules say so.

@@ -45,7 +45,7 @@ std::vector<int> eos_ids(const nlohmann::json& config) {
 
 }  // namespace
 
-LoadedModel load_model(const std::filesystem::path& directory) {
+LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions& options) {
   if (!std::filesystem::is_directory(directory))
     throw Error("model directory " + directory.string() + " does not exist");
   LoadedModel loaded;
@@ -55,7 +55,8 @@ LoadedModel load_model(const std::filesystem::path& directory) {
   auto quantization = QuantizationConfig::from_model_config(loaded.config);
   auto weights = WeightStore::from_directory(directory);
   weights.strip_prefix("language_model.");
-  auto model = std::make_unique<DenseTransformer>(std::move(spec), weights, quantization);
+  auto model =
+      std::make_unique<DenseTransformer>(std::move(spec), weights, quantization, options.kernels);
   weights.audit();
   loaded.model = std::move(model);
   loaded.eos_token_ids = eos_ids(loaded.config);

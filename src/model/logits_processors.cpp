@@ -1,8 +1,8 @@
 #include "model/logits_processors.h"
 
-#include <algorithm>
-
 #include <mlx/ops.h>
+
+#include <algorithm>
 
 #include "io/error.h"
 
@@ -22,11 +22,13 @@ std::vector<int> recent_counts(const std::vector<int>& history, int context_size
 mx::array mask_of(const std::vector<int>& counts, int at_least) {
   std::vector<uint8_t> flags(counts.size());
   for (size_t i = 0; i < counts.size(); ++i) flags[i] = counts[i] >= at_least;
-  return mx::array(reinterpret_cast<const bool*>(flags.data()),
-                   {1, static_cast<int>(flags.size())}, mx::bool_);
+  return mx::array(reinterpret_cast<const bool*>(flags.data()), {1, static_cast<int>(flags.size())},
+                   mx::bool_);
 }
 
-mx::array scalar_like(float value, const mx::array& like) { return mx::array(value, like.dtype()); }
+mx::array scalar_like(float value, const mx::array& like) {
+  return mx::array(value, like.dtype());
+}
 
 }  // namespace
 

@@ -4,11 +4,11 @@
 // tokens of the history (prompt + generated). Results equal mlx-lm's
 // gather/scatter formulation value for value, including the repeated
 // rounding of a frequency penalty applied once per occurrence.
+#include <mlx/array.h>
+
 #include <map>
 #include <optional>
 #include <vector>
-
-#include <mlx/array.h>
 
 namespace mlx_cpp {
 

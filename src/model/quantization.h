@@ -5,10 +5,9 @@
 // iff the checkpoint has "<path>.scales", with group size and bits read off
 // the tensor shapes.
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace mlx_cpp {
 

@@ -1,12 +1,13 @@
 #include "model/rope.h"
 
-#include <cmath>
-#include <numbers>
-
 #include <mlx/fast.h>
 #include <mlx/ops.h>
 
+#include <cmath>
+#include <numbers>
+
 #include "io/error.h"
+#include "kernels/kernels.h"
 
 namespace mlx_cpp {
 namespace mx = mlx::core;
@@ -45,12 +46,12 @@ RotaryEmbedding llama3(int dims, float base, bool traditional, const nlohmann::j
                     mx::multiply(freqs, mx::array(float(factor))), freqs);
   auto is_medium = mx::logical_and(mx::greater(wavelens, mx::array(high_freq_wavelen)),
                                    mx::less(wavelens, mx::array(low_freq_wavelen)));
-  auto smooth = mx::divide(
-      mx::subtract(mx::divide(mx::array(float(old_context)), wavelens),
-                   mx::array(float(low_freq_factor))),
-      mx::array(float(high_freq_factor - low_freq_factor)));
+  auto smooth = mx::divide(mx::subtract(mx::divide(mx::array(float(old_context)), wavelens),
+                                        mx::array(float(low_freq_factor))),
+                           mx::array(float(high_freq_factor - low_freq_factor)));
   auto smooth_freqs = mx::divide(
-      freqs, mx::add(mx::divide(mx::subtract(mx::array(1.0f), smooth), mx::array(float(factor))), smooth));
+      freqs,
+      mx::add(mx::divide(mx::subtract(mx::array(1.0f), smooth), mx::array(float(factor))), smooth));
   RotaryEmbedding rope{dims, traditional, std::nullopt, 1.0f, std::nullopt, std::nullopt};
   rope.freqs = mx::where(is_medium, smooth_freqs, freqs);
   return rope;
@@ -77,10 +78,10 @@ RotaryEmbedding yarn(int dims, float base, bool traditional, const nlohmann::jso
   auto freq_mask = mx::subtract(mx::array(1.0f), mx::clip(ramp, mx::array(0.0f), mx::array(1.0f)));
   auto freq_extra = base_powers(base, dims);
   auto freq_inter = mx::multiply(mx::array(float(factor)), freq_extra);
-  auto freqs = mx::divide(
-      mx::multiply(freq_inter, freq_extra),
-      mx::add(mx::multiply(freq_inter, freq_mask),
-              mx::multiply(freq_extra, mx::subtract(mx::array(1.0f), freq_mask))));
+  auto freqs =
+      mx::divide(mx::multiply(freq_inter, freq_extra),
+                 mx::add(mx::multiply(freq_inter, freq_mask),
+                         mx::multiply(freq_extra, mx::subtract(mx::array(1.0f), freq_mask))));
   RotaryEmbedding rope{dims, traditional, std::nullopt, 1.0f, freqs, std::nullopt};
   double ratio = get_mscale(mscale) / get_mscale(mscale_all_dim);
   if (ratio != 1.0) rope.input_scale = static_cast<float>(ratio);
@@ -90,7 +91,8 @@ RotaryEmbedding yarn(int dims, float base, bool traditional, const nlohmann::jso
 RotaryEmbedding longrope(int dims, float base, const nlohmann::json& scaling,
                          std::optional<int> max_position_embeddings) {
   if (!scaling.contains("long_factor") || !scaling.contains("original_max_position_embeddings"))
-    throw Error("rope_scaling of type longrope needs long_factor and original_max_position_embeddings");
+    throw Error(
+        "rope_scaling of type longrope needs long_factor and original_max_position_embeddings");
   double original = scaling["original_max_position_embeddings"].get<double>();
   const auto& long_factor = scaling["long_factor"];
   mx::array factors = long_factor.is_array()
@@ -128,6 +130,7 @@ mx::array RotaryEmbedding::apply(const mx::array& x, int offset) const {
       input = mx::slice_update(x, part, start, stop);
     }
   }
+  if (fast_kernel) return kernels::rope_fast(input, dims, traditional, base, scale, offset, freqs);
   return mx::fast::rope(input, dims, traditional, base, scale, offset, freqs);
 }
 
@@ -149,7 +152,8 @@ RotaryEmbedding make_rotary_embedding(int dims, float base, bool traditional,
   if (type == "llama3") return llama3(dims, base, traditional, scaling);
   if (type == "yarn" || type == "deepseek_yarn" || type == "telechat3-yarn")
     return yarn(dims, base, traditional, scaling);
-  if (type == "longrope" || type == "su") return longrope(dims, base, scaling, max_position_embeddings);
+  if (type == "longrope" || type == "su")
+    return longrope(dims, base, scaling, max_position_embeddings);
   throw Error("unsupported rope_scaling type '" + type +
               "' (supported: default, linear, llama3, yarn, longrope)");
 }

@@ -3,20 +3,21 @@
 // variant reduces to one mlx::core::fast::rope call with either a base or a
 // precomputed frequency table, plus an optional input scale on the rotated
 // part (yarn's mscale ratio, longrope's attention factor).
-#include <optional>
-
 #include <mlx/array.h>
+
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace mlx_cpp {
 
 struct RotaryEmbedding {
   int dims = 0;
   bool traditional = false;
-  std::optional<float> base;                 // set when freqs is not
-  float scale = 1.0f;                        // position scale (linear: 1/factor)
-  std::optional<mlx::core::array> freqs;     // [dims/2] float32 periods
-  std::optional<float> input_scale;          // multiplies x[..., :dims] first
+  std::optional<float> base;              // set when freqs is not
+  float scale = 1.0f;                     // position scale (linear: 1/factor)
+  std::optional<mlx::core::array> freqs;  // [dims/2] float32 periods
+  std::optional<float> input_scale;       // multiplies x[..., :dims] first
+  bool fast_kernel = false;               // own rope kernel instead of fast::rope
 
   // x: [B, heads, L, head_dim]; positions start at offset.
   mlx::core::array apply(const mlx::core::array& x, int offset) const;

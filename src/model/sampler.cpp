@@ -1,12 +1,12 @@
 #include "model/sampler.h"
 
-#include <chrono>
-#include <cmath>
-#include <limits>
-
 #include <mlx/compile.h>
 #include <mlx/ops.h>
 #include <mlx/random.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
 
 #include "io/error.h"
 
@@ -27,7 +27,8 @@ mx::array top_p_filter(const mx::array& logprobs, float top_p) {
   const int rows = probs.shape(0);
   auto first = [&](const mx::array& a) { return mx::slice(a, {0, 0}, {rows, 1}); };
   auto total_mass = mx::add(first(mass_above), first(probs));
-  auto dropped = mx::greater_equal(mass_above, mx::multiply(scalar_like(top_p, total_mass), total_mass));
+  auto dropped =
+      mx::greater_equal(mass_above, mx::multiply(scalar_like(top_p, total_mass), total_mass));
   auto num_dropped = mx::sum(dropped, -1, /*keepdims=*/true);
   auto threshold = mx::take_along_axis(sorted, num_dropped, -1);
   return mx::where(mx::less(logprobs, threshold), scalar_like(-kInfinity, logprobs), logprobs);
@@ -40,8 +41,8 @@ mx::array min_p_filter(const mx::array& logprobs, float min_p, int min_tokens_to
   if (min_tokens_to_keep > 1) {
     auto top_indices = mx::argpartition(logprobs, -min_tokens_to_keep, -1);
     const int vocab = logprobs.shape(-1);
-    top_indices = mx::slice(top_indices, {0, vocab - min_tokens_to_keep},
-                            {top_indices.shape(0), vocab});
+    top_indices =
+        mx::slice(top_indices, {0, vocab - min_tokens_to_keep}, {top_indices.shape(0), vocab});
     remove = mx::put_along_axis(remove, top_indices, mx::array(false), -1);
   }
   return mx::where(remove, scalar_like(-kInfinity, logprobs), logprobs);
@@ -78,8 +79,8 @@ Sampler::Sampler(const SamplerOptions& options)
   if (options_.temperature == 0) return;
   if (options_.top_p > 0 && options_.top_p < 1) {
     float top_p = options_.top_p;
-    filters_.push_back(mx::compile(
-        Graph([top_p](const std::vector<mx::array>& in) -> std::vector<mx::array> {
+    filters_.push_back(
+        mx::compile(Graph([top_p](const std::vector<mx::array>& in) -> std::vector<mx::array> {
           return {top_p_filter(in[0], top_p)};
         })));
   }
@@ -93,8 +94,8 @@ Sampler::Sampler(const SamplerOptions& options)
   }
   if (options_.top_k > 0) {
     int top_k = options_.top_k;
-    filters_.push_back(mx::compile(
-        Graph([top_k](const std::vector<mx::array>& in) -> std::vector<mx::array> {
+    filters_.push_back(
+        mx::compile(Graph([top_k](const std::vector<mx::array>& in) -> std::vector<mx::array> {
           return {top_k_filter(in[0], top_k)};
         })));
   }

@@ -4,22 +4,22 @@
 // categorical draw at the temperature. Each filter is compiled as mlx-lm
 // compiles it, and the random key advances exactly as MLX's global key does
 // after mx.random.seed(seed), so a seed reproduces mlx-lm's tokens.
+#include <mlx/array.h>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <mlx/array.h>
-
 namespace mlx_cpp {
 
 struct SamplerOptions {
   float temperature = 0.0f;
-  float top_p = 1.0f;   // active when 0 < top_p < 1
-  float min_p = 0.0f;   // active when > 0
+  float top_p = 1.0f;  // active when 0 < top_p < 1
+  float min_p = 0.0f;  // active when > 0
   int min_tokens_to_keep = 1;
-  int top_k = 0;        // active when > 0
+  int top_k = 0;                 // active when > 0
   std::optional<uint64_t> seed;  // none: seeded from the clock
 };
 

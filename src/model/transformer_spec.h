@@ -2,11 +2,10 @@
 // The resolved shape of a dense decoder-only transformer: everything the
 // generic graph (dense_transformer.h) needs, read from config.json by an
 // architecture's builder (architectures.h). Plain data, no tensors.
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace mlx_cpp {
 
@@ -19,6 +18,10 @@ enum class GatedActivation {
   silu,         // swiglu: silu(gate) * up
   gelu_approx,  // gelu_approx(gate) * up, gemma
 };
+
+// Which implementation computes the ops: MLX's stock ops (bit-exact with
+// mlx-lm) or mlx-cpp's own CPU kernels (faster, within a stated tolerance).
+enum class KernelMode { stock, fast };
 
 enum class TiedHead {
   tied,             // output projection = embedding
@@ -58,7 +61,7 @@ struct TransformerSpec {
   std::optional<float> embedding_scale;
 
   RopeConfig global_rope;
-  RopeConfig local_rope;              // used by sliding-window layers
+  RopeConfig local_rope;               // used by sliding-window layers
   std::vector<bool> layer_is_sliding;  // one entry per layer
   std::optional<int> sliding_window;
 };

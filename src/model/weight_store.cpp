@@ -1,9 +1,9 @@
 #include "model/weight_store.h"
 
-#include <sstream>
-
 #include <mlx/dtype_utils.h>
 #include <mlx/utils.h>
+
+#include <sstream>
 
 #include "io/error.h"
 #include "io/safetensors_file.h"

@@ -3,14 +3,14 @@
 // every tensor in the files must be consumed by the model and every tensor
 // the model expects must be present with the expected shape; otherwise
 // audit() fails naming them all.
+#include <mlx/array.h>
+
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <mlx/array.h>
 
 namespace mlx_cpp {
 
@@ -35,8 +35,7 @@ class WeightStore {
                         DtypeRule dtype_rule = DtypeRule::floating);
   // Takes a tensor the model may or may not have.
   std::optional<mlx::core::array> take_if_present(
-      const std::string& name,
-      const std::optional<mlx::core::Shape>& expected_shape = std::nullopt,
+      const std::string& name, const std::optional<mlx::core::Shape>& expected_shape = std::nullopt,
       DtypeRule dtype_rule = DtypeRule::floating);
   // Discards a tensor the model knowingly ignores (e.g. rotary inv_freq).
   void discard(const std::string& name);

@@ -1,11 +1,11 @@
 #include "golden_case.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <mlx/io.h>
 #include <mlx/ops.h>
 #include <mlx/utils.h>
+
+#include <fstream>
+#include <sstream>
 
 namespace mlx_cpp::testing {
 namespace mx = mlx::core;
@@ -22,7 +22,8 @@ GoldenCase GoldenCase::load(const std::string& name) {
   golden.directory = std::filesystem::path(MLX_CPP_GOLDENS) / "model_goldens" / name;
   golden.model_directory = golden.directory / "model";
   std::ifstream stream(golden.directory / "goldens.json");
-  if (!stream) throw std::runtime_error("missing goldens for " + name + " in " + golden.directory.string());
+  if (!stream)
+    throw std::runtime_error("missing goldens for " + name + " in " + golden.directory.string());
   golden.goldens = nlohmann::json::parse(stream);
   golden.logits = mx::load_safetensors((golden.directory / "logits.safetensors").string()).first;
   return golden;
@@ -39,8 +40,8 @@ std::string compare_exact(const mx::array& actual, const mx::array& expected) {
     return message.str();
   }
   if (mx::array_equal(actual, expected, /*equal_nan=*/true).item<bool>()) return "";
-  auto difference = mx::abs(mx::subtract(mx::astype(actual, mx::float32),
-                                         mx::astype(expected, mx::float32)));
+  auto difference =
+      mx::abs(mx::subtract(mx::astype(actual, mx::float32), mx::astype(expected, mx::float32)));
   auto mismatches = mx::sum(mx::not_equal(actual, expected)).item<int>();
   message << mismatches << " of " << actual.size() << " elements differ, max abs difference "
           << mx::max(difference).item<float>();

@@ -1,12 +1,12 @@
 #pragma once
 // Access to the goldens written by tools/oracle/model_goldens.py.
+#include <mlx/array.h>
+
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <mlx/array.h>
-#include <nlohmann/json.hpp>
 
 namespace mlx_cpp::testing {
 

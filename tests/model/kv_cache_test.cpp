@@ -1,10 +1,9 @@
 // Cache bookkeeping: growth steps, trimming, byte sizes, signatures, the
 // rotating window and the masks each cache asks attention to use.
-#include <gtest/gtest.h>
-
-#include <mlx/ops.h>
-
 #include "model/kv_cache.h"
+
+#include <gtest/gtest.h>
+#include <mlx/ops.h>
 
 namespace mlx_cpp {
 namespace {

@@ -1,11 +1,10 @@
 // Bad checkpoints give one clear error naming the problem, never a crash.
 #include <gtest/gtest.h>
+#include <mlx/io.h>
+#include <mlx/ops.h>
 
 #include <cstdio>
 #include <fstream>
-
-#include <mlx/io.h>
-#include <mlx/ops.h>
 
 #include "golden_case.h"
 #include "io/error.h"
@@ -54,7 +53,9 @@ class LoadErrors : public ::testing::Test {
   fs::path source_, directory_;
 };
 
-TEST_F(LoadErrors, ValidCopyLoads) { EXPECT_EQ(load_error(), ""); }
+TEST_F(LoadErrors, ValidCopyLoads) {
+  EXPECT_EQ(load_error(), "");
+}
 
 TEST_F(LoadErrors, MissingDirectory) {
   directory_ /= "nowhere";
@@ -91,7 +92,8 @@ TEST_F(LoadErrors, TruncatedSafetensors) {
 }
 
 TEST_F(LoadErrors, CorruptedSafetensorsHeader) {
-  std::fstream stream(directory_ / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  std::fstream stream(directory_ / "model.safetensors",
+                      std::ios::in | std::ios::out | std::ios::binary);
   stream.seekp(8);
   stream.write("#garbage#", 9);
   stream.close();
@@ -100,7 +102,8 @@ TEST_F(LoadErrors, CorruptedSafetensorsHeader) {
 }
 
 TEST_F(LoadErrors, ImpossibleHeaderLength) {
-  std::fstream stream(directory_ / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  std::fstream stream(directory_ / "model.safetensors",
+                      std::ios::in | std::ios::out | std::ios::binary);
   const char huge[8] = {'\xff', '\xff', '\xff', '\xff', '\xff', '\xff', '\x00', '\x00'};
   stream.write(huge, 8);
   stream.close();

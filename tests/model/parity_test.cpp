@@ -3,7 +3,6 @@
 // and a full forward at every position), its greedy tokens, and the tokens
 // it samples with a seed under every sampler option and penalty.
 #include <gtest/gtest.h>
-
 #include <mlx/ops.h>
 #include <mlx/transforms.h>
 
@@ -17,7 +16,9 @@ namespace mx = mlx::core;
 using testing::compare_exact;
 using testing::GoldenCase;
 
-std::vector<int> ids_of(const nlohmann::json& values) { return values.get<std::vector<int>>(); }
+std::vector<int> ids_of(const nlohmann::json& values) {
+  return values.get<std::vector<int>>();
+}
 
 struct Run {
   std::vector<int> tokens;

@@ -1,13 +1,13 @@
 // Every rope variant against mlx-lm's: the same frequency table and the same
 // output bits on random inputs (float32 and bfloat16) at an offset.
+#include "model/rope.h"
+
 #include <gtest/gtest.h>
+#include <mlx/io.h>
 
 #include <fstream>
 
-#include <mlx/io.h>
-
 #include "golden_case.h"
-#include "model/rope.h"
 
 namespace mlx_cpp {
 namespace {
@@ -25,8 +25,9 @@ TEST(RopeParity, EveryVariantMatchesMlxLm) {
     std::optional<int> max_positions;
     if (test_case.contains("max_position_embeddings"))
       max_positions = test_case["max_position_embeddings"].get<int>();
-    auto rope = make_rotary_embedding(test_case["dims"], test_case["base"],
-                                      test_case["traditional"], test_case["scaling"], max_positions);
+    auto rope =
+        make_rotary_embedding(test_case["dims"], test_case["base"], test_case["traditional"],
+                              test_case["scaling"], max_positions);
     if (arrays.count(name + ".freqs")) {
       ASSERT_TRUE(rope.freqs.has_value());
       EXPECT_EQ(testing::compare_exact(*rope.freqs, arrays.at(name + ".freqs")), "");

@@ -1,14 +1,14 @@
 // Sampler and processor validation, stop-string hold-back, and the exact
 // comparison the parity tests rely on.
-#include <gtest/gtest.h>
+#include "model/sampler.h"
 
+#include <gtest/gtest.h>
 #include <mlx/ops.h>
 
 #include "engine/stop_matcher.h"
 #include "golden_case.h"
 #include "io/error.h"
 #include "model/logits_processors.h"
-#include "model/sampler.h"
 
 namespace mlx_cpp {
 namespace {

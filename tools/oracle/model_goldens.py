@@ -81,15 +81,22 @@ SAMPLING = [
 
 
 def randomize(model, seed):
-    """Random weights (norms around 1 so they matter), deterministic per case."""
+    """Random weights, deterministic per case, scaled like a trained network
+    (unit-variance activations, norms around 1 so they matter): a badly
+    scaled random network is chaotic and would make the fast path's
+    rounding differences look like model errors."""
     mx.random.seed(seed)
     params = tree_flatten(model.parameters())
     new = []
     for name, value in params:
         if name.endswith("norm.weight") or "layernorm" in name:
             new.append((name, 1.0 + 0.1 * mx.random.normal(value.shape)))
-        else:
-            new.append((name, 0.2 * mx.random.normal(value.shape)))
+        elif "embed_tokens" in name:
+            new.append((name, mx.random.normal(value.shape)))
+        elif value.ndim == 2:
+            new.append((name, mx.random.normal(value.shape) * value.shape[-1] ** -0.5))
+        else:  # biases
+            new.append((name, 0.1 * mx.random.normal(value.shape)))
     model.load_weights(new)
 
 

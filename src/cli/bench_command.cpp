@@ -1,0 +1,125 @@
+// mlx-cpp bench: prefill and decode speed with the definitions of
+// mlx_lm.benchmark and llama-bench: a random prompt (seed 0) of -p tokens,
+// -g generated tokens with EOS ignored, one warm-up run, then -n measured
+// runs on fresh caches. Reports median and spread of prompt tokens/s
+// (prompt / time to first token), generation tokens/s (tokens after the
+// first / time since it), time to first token and peak memory.
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/command.h"
+#include "cli/model_argument.h"
+#include "engine/token_generator.h"
+#include "io/error.h"
+#include "kernels/kernels.h"
+
+namespace mlx_cpp::cli {
+namespace {
+
+struct BenchArguments {
+  std::string model = kDefaultModel;
+  int prompt_tokens = 512;
+  int generate_tokens_count = 128;
+  int runs = 5;
+  int threads = 0;
+  std::string kernels = "fast";
+  bool json = false;
+};
+
+struct Summary {
+  double median = 0, min = 0, max = 0;
+};
+
+Summary summarize(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  return {median, values.front(), values.back()};
+}
+
+GenerationStats run_once(const LoadedModel& loaded, const std::vector<int>& prompt, int tokens) {
+  auto caches = loaded.model->make_caches();
+  GenerationOptions options;
+  options.max_tokens = tokens;
+  return generate_tokens(*loaded.model, caches, prompt, options, /*eos_token_ids=*/{},
+                         [](const GeneratedToken&) { return true; });
+}
+
+void run_bench(const BenchArguments& args) {
+  if (args.prompt_tokens < 1 || args.generate_tokens_count < 1 || args.runs < 1)
+    throw Error("bench: -p, -g and -n must be at least 1");
+  kernels::set_kernel_threads(args.threads);
+  const auto directory = resolve_model_argument(args.model);
+  auto loaded = load_model(directory, {parse_kernel_mode(args.kernels)});
+  std::mt19937 random(0);
+  std::uniform_int_distribution<int> token(0, loaded.model->vocab_size() - 1);
+  std::vector<int> prompt(args.prompt_tokens);
+  for (auto& id : prompt) id = token(random);
+
+  run_once(loaded, prompt, args.generate_tokens_count);  // warm-up (compiles, caches)
+  std::vector<double> prefill, decode, first_token, memory;
+  for (int run = 0; run < args.runs; ++run) {
+    auto stats = run_once(loaded, prompt, args.generate_tokens_count);
+    prefill.push_back(stats.prompt_tokens_per_second());
+    decode.push_back(stats.generation_tokens_per_second());
+    first_token.push_back(stats.prompt_seconds * 1000);
+    memory.push_back(stats.peak_memory_bytes / 1e6);
+  }
+  auto p = summarize(prefill), g = summarize(decode), t = summarize(first_token),
+       m = summarize(memory);
+  if (args.json) {
+    auto entry = [](const Summary& s) {
+      return nlohmann::json{{"median", s.median}, {"min", s.min}, {"max", s.max}};
+    };
+    nlohmann::json report = {{"model", args.model},
+                             {"kernels", args.kernels},
+                             {"threads", kernels::kernel_threads()},
+                             {"prompt_tokens", args.prompt_tokens},
+                             {"generated_tokens", args.generate_tokens_count},
+                             {"runs", args.runs},
+                             {"prompt_tps", entry(p)},
+                             {"generation_tps", entry(g)},
+                             {"ttft_ms", entry(t)},
+                             {"peak_memory_mb", entry(m)}};
+    std::printf("%s\n", report.dump(2).c_str());
+    return;
+  }
+  std::printf("model %s, kernels %s, threads %d, prompt %d, generate %d, runs %d\n",
+              args.model.c_str(), args.kernels.c_str(), kernels::kernel_threads(),
+              args.prompt_tokens, args.generate_tokens_count, args.runs);
+  std::printf("%-22s %12s %12s %12s\n", "", "median", "min", "max");
+  auto row = [](const char* name, const Summary& s) {
+    std::printf("%-22s %12.2f %12.2f %12.2f\n", name, s.median, s.min, s.max);
+  };
+  row("prefill tokens/s", p);
+  row("decode tokens/s", g);
+  row("time to first token ms", t);
+  row("peak memory MB", m);
+  std::printf("RESULT prompt_tps=%.3f generation_tps=%.3f ttft_ms=%.3f peak_memory_mb=%.3f\n",
+              p.median, g.median, t.median, m.median);
+}
+
+}  // namespace
+
+void register_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArguments>();
+  auto* command = app.add_subcommand("bench", "Measure prefill and decode speed");
+  command->add_option("-m,--model", args->model, "Model directory or cached model name")
+      ->capture_default_str();
+  command->add_option("-p,--prompt-tokens", args->prompt_tokens, "Prompt length")
+      ->capture_default_str();
+  command->add_option("-g,--generate-tokens", args->generate_tokens_count, "Tokens to generate")
+      ->capture_default_str();
+  command->add_option("-n,--runs", args->runs, "Measured runs (after one warm-up)")
+      ->capture_default_str();
+  command->add_option("-t,--threads", args->threads, "Kernel threads (0 = all cores)")
+      ->capture_default_str();
+  command->add_option("--kernels", args->kernels, "fast (own kernels) or stock (bit-exact MLX)")
+      ->capture_default_str();
+  command->add_flag("--json", args->json, "Print a JSON report");
+  command->callback([args] { run_bench(*args); });
+}
+
+}  // namespace mlx_cpp::cli
