@@ -27,6 +27,7 @@ struct ServeArguments {
   std::string model = kDefaultModel;
   server::ServerConfig config;
   int context_size = 0;
+  std::string kernels = "fast";
   double shutdown_grace_seconds = 10;
 };
 
@@ -82,10 +83,10 @@ void run_serve(const ServeArguments& args) {
   const auto directory = resolve_model_path(args.model);
   const auto model_id = served_model_id(args.model, directory);
   StopSignal stop_signal;
-  const int context_size = args.context_size;
+  const SessionOptions options{args.context_size, parse_kernel_mode(args.kernels)};
   server::EngineThread engine(
-      [directory, context_size] {
-        return std::make_unique<server::SessionBackend>(Session::open(directory, {context_size}));
+      [directory, options] {
+        return std::make_unique<server::SessionBackend>(Session::open(directory, options));
       },
       model_id, args.config.max_queue);
   server::HttpServer http(args.config, engine);
@@ -143,6 +144,10 @@ void register_serve_command(CLI::App& app) {
       ->add_option("--ctx-size", args->context_size,
                    "Context size in tokens (default: the model's maximum)")
       ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--kernels", args->kernels,
+                   "fast (own CPU kernels) or stock (bit-exact with mlx-lm)")
+      ->capture_default_str();
   command->add_option("--cors-origin", config.cors_origin,
                       "Allow browser requests from this origin ('*' for any)");
   command

@@ -49,7 +49,7 @@ struct TextResult {
 
 struct SessionOptions {
   int context_size = 0;  // max prompt + completion tokens (0 = model's max_position_embeddings)
-  KernelMode kernels = KernelMode::stock;
+  KernelMode kernels = KernelMode::fast;  // stock: bit-exact with mlx-lm
 };
 
 class Session {
