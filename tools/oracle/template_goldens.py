@@ -196,7 +196,26 @@ def template_paths(args):
     for directory in args.template_dir:
         paths += sorted(pathlib.Path(directory).glob("*.jinja"))
     paths += [pathlib.Path(path) for path in args.template_file]
+    for directory in args.model_dir:
+        paths.append(model_template_file(pathlib.Path(directory), pathlib.Path(args.out)))
     return paths
+
+
+def model_template_file(directory, out):
+    """A model directory's own chat template (chat_template.jinja wins over
+    tokenizer_config.json, as in transformers), copied to a .jinja file."""
+    jinja = directory / "chat_template.jinja"
+    if jinja.exists():
+        template = jinja.read_text(encoding="utf-8")
+    else:
+        config = json.loads((directory / "tokenizer_config.json").read_text(encoding="utf-8"))
+        template = config["chat_template"]
+        if isinstance(template, list):
+            template = next(t["template"] for t in template if t.get("name") == "default")
+    target = out / "model_templates" / f"model-{directory.name}.jinja"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(template, encoding="utf-8")
+    return target
 
 
 def main():
@@ -205,6 +224,8 @@ def main():
     parser.add_argument("--templates-dir", help="directory of *.jinja test templates")
     parser.add_argument("--template-dir", action="append", default=[], help="more *.jinja")
     parser.add_argument("--template-file", action="append", default=[], help="one more template")
+    parser.add_argument("--model-dir", action="append", default=[],
+                        help="a model directory whose own chat template is tested too")
     parser.add_argument("--random-cases", type=int, default=24,
                         help="randomized conversations per template (fixed seed)")
     parser.add_argument("--seed", type=int, default=1234)
