@@ -6,7 +6,8 @@
 // primitive whose CPU implementation is multi-threaded and SIMD (AVX2 or
 // AVX-512, picked at run time; a portable scalar path otherwise). On a
 // non-CPU stream the op returns its stock-op fallback. The caller decides
-// per call site whether to use these or the stock ops.
+// per call site whether to use these or the stock ops. cpu_features.h can
+// cap the SIMD level (tests, benchmarks).
 #include <mlx/array.h>
 #include <mlx/utils.h>
 
@@ -21,8 +22,10 @@ namespace mlx_cpp::kernels {
 //   scales, biases: [N, K / group_size], float32 / bfloat16 / float16 (same)
 //   bits 4 or 8, group_size 32, 64 or 128.
 // Returns [..., N] in promote_types(x.dtype(), scales.dtype()).
-// Accumulates in float32; differences from the stock op are summation order
-// only (tests/kernels state the measured bounds).
+// Accumulates in float32: within one output rounding of the stock op run on
+// float32 inputs. The stock CPU op accumulates bfloat16 inputs in bfloat16,
+// so on bfloat16 the two differ by the stock op's own error (several % of
+// max |out| measured; docs/benchmarks.md).
 mlx::core::array quantized_matmul_fast(const mlx::core::array& x, const mlx::core::array& w,
                                        const mlx::core::array& scales,
                                        const mlx::core::array& biases, int group_size, int bits,
