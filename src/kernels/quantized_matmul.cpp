@@ -2,6 +2,7 @@
 // prepares x and spreads columns of the output over the thread pool.
 #include <mlx/ops.h>
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -21,6 +22,7 @@ namespace {
 // Up to this many rows the weights are streamed once per call (decode);
 // above it they are dequantized into panels reused by all rows (prefill).
 constexpr int kGemvMaxRows = 4;
+constexpr double kMinDecodeTaskBytes = 64 * 1024;
 
 const qmm::IsaKernels& kernels_for(Isa isa) {
   switch (isa) {
@@ -85,11 +87,17 @@ void run_quantized_matmul(const mx::array& x, const mx::array& w, const mx::arra
   const bool decode = M <= kGemvMaxRows;
   auto kernel = decode ? isa.gemv : isa.gemm;
   // Decode splits N into a few ranges per thread (claimed dynamically, so a
-  // busy core does less); prefill hands out whole weight panels.
+  // busy core does less), but not below kMinDecodeTaskBytes of weights per
+  // range: waking a worker costs about as much as streaming that much.
+  // Prefill hands out whole weight panels.
   auto& pool = ThreadPool::shared();
   const int align = decode ? 8 : isa.column_block;
   const int units = (N + align - 1) / align;
-  const int tasks = std::min(units, pool.thread_count() * (decode ? 4 : 8));
+  int tasks = std::min(units, pool.thread_count() * (decode ? 4 : 8));
+  if (decode) {
+    const double weight_bytes = static_cast<double>(N) * K * bits / 8 * M;
+    tasks = std::clamp(static_cast<int>(weight_bytes / kMinDecodeTaskBytes), 1, tasks);
+  }
   pool.parallel_for(tasks, [&](int task) {
     Range range = split_range(N, tasks, task, align);
     if (range.begin < range.end) kernel(problem, range.begin, range.end);

@@ -52,7 +52,10 @@ void ThreadPool::set_thread_count(int count) {
 }
 
 void ThreadPool::start_workers(int worker_count) {
-  stopping_ = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = false;
+  }
   // Workers start from the generation current now, not when their thread
   // happens to run, so a stop or a job issued meanwhile is not missed.
   std::uint64_t generation = generation_.load();
@@ -72,7 +75,8 @@ void ThreadPool::stop_workers() {
   workers_.clear();
 }
 
-ThreadPool::Wake ThreadPool::wait_for_new_job(std::uint64_t& seen_generation) {
+std::shared_ptr<ThreadPool::Job> ThreadPool::wait_for_new_job(std::uint64_t& seen_generation,
+                                                              bool& stop) {
   auto spin_until = std::chrono::steady_clock::now() + kSpinDuration;
   for (int spins = 0; generation_.load(std::memory_order_acquire) == seen_generation; ++spins) {
     cpu_relax();
@@ -81,33 +85,29 @@ ThreadPool::Wake ThreadPool::wait_for_new_job(std::uint64_t& seen_generation) {
   std::unique_lock<std::mutex> lock(mutex_);
   wake_.wait(lock, [&] { return generation_.load() != seen_generation; });
   seen_generation = generation_.load();
-  if (stopping_) return Wake::stop;
-  if (job_ == nullptr) return Wake::nothing;  // woke after the job was finished
-  active_workers_.fetch_add(1);
-  return Wake::joined;
+  stop = stopping_;
+  return job_;
 }
 
 void ThreadPool::worker_loop(std::uint64_t seen_generation) {
   inside_pool_task = true;
+  bool stop = false;
   while (true) {
-    Wake wake = wait_for_new_job(seen_generation);
-    if (wake == Wake::stop) return;
-    if (wake == Wake::nothing) continue;
-    run_claimed_tasks();
-    active_workers_.fetch_sub(1, std::memory_order_release);
+    std::shared_ptr<Job> job = wait_for_new_job(seen_generation, stop);
+    if (stop) return;
+    if (job) run_claimed_tasks(*job);
   }
 }
 
-void ThreadPool::run_claimed_tasks() {
-  const auto& task = *job_;
-  for (int i = next_task_.fetch_add(1); i < task_count_; i = next_task_.fetch_add(1)) {
+void ThreadPool::run_claimed_tasks(Job& job) {
+  for (int i = job.next_task.fetch_add(1); i < job.task_count; i = job.next_task.fetch_add(1)) {
     try {
-      task(i);
+      (*job.task)(i);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      if (!first_error_) first_error_ = std::current_exception();
+      std::lock_guard<std::mutex> lock(job.error_mutex);
+      if (!job.first_error) job.first_error = std::current_exception();
     }
-    tasks_left_.fetch_sub(1, std::memory_order_acq_rel);
+    job.tasks_left.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
 
@@ -118,29 +118,25 @@ void ThreadPool::parallel_for(int task_count, const std::function<void(int)>& ta
     for (int i = 0; i < task_count; ++i) task(i);
     return;
   }
+  auto job = std::make_shared<Job>();
+  job->task = &task;
+  job->task_count = task_count;
+  job->tasks_left.store(task_count);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &task;
-    task_count_ = task_count;
-    next_task_.store(0);
-    tasks_left_.store(task_count);
-    first_error_ = nullptr;
+    job_ = job;
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   inside_pool_task = true;
-  run_claimed_tasks();
+  run_claimed_tasks(*job);
   inside_pool_task = false;
-  while (tasks_left_.load(std::memory_order_acquire) > 0) cpu_relax();
-  // No worker may still be inside run_claimed_tasks when job_ goes away.
-  while (true) {
+  while (job->tasks_left.load(std::memory_order_acquire) > 0) cpu_relax();
+  {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (active_workers_.load(std::memory_order_acquire) == 0) {
-      job_ = nullptr;
-      break;
-    }
+    job_.reset();
   }
-  if (first_error_) std::rethrow_exception(first_error_);
+  if (job->first_error) std::rethrow_exception(job->first_error);
 }
 
 Range split_range(int count, int parts, int index, int align) {

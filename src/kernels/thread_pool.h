@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -37,27 +38,34 @@ class ThreadPool {
   void parallel_for(int task_count, const std::function<void(int)>& task);
 
  private:
+  // One parallel_for call. Workers hold it by shared_ptr, so one that wakes
+  // late only finds no index left to claim: the caller waits for the tasks
+  // that were claimed, never for idle workers to check in (which, on a
+  // busy machine, can take a scheduler time slice).
+  struct Job {
+    const std::function<void(int)>* task;
+    int task_count;
+    std::atomic<int> next_task{0};
+    std::atomic<int> tasks_left;
+    std::mutex error_mutex;
+    std::exception_ptr first_error;  // guarded by error_mutex
+  };
+
   void start_workers(int worker_count);
   void stop_workers();
   void worker_loop(std::uint64_t seen_generation);
-  enum class Wake { stop, nothing, joined };
-  // Blocks until the generation changes; joins the job when there is one.
-  Wake wait_for_new_job(std::uint64_t& seen_generation);
-  void run_claimed_tasks();
+  // Blocks until the generation changes; returns the job to work on (null
+  // when there is none) and sets `stop` when the pool shuts down.
+  std::shared_ptr<Job> wait_for_new_job(std::uint64_t& seen_generation, bool& stop);
+  static void run_claimed_tasks(Job& job);
 
   std::vector<std::thread> workers_;
   std::mutex busy_;  // held by the thread that owns the current job
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<std::uint64_t> generation_{0};
-  std::atomic<bool> stopping_{false};
-  const std::function<void(int)>* job_ = nullptr;  // guarded by mutex_
-  int task_count_ = 0;
-  std::atomic<int> next_task_{0};
-  std::atomic<int> tasks_left_{0};
-  std::atomic<int> active_workers_{0};
-  std::exception_ptr first_error_;  // guarded by error_mutex_
-  std::mutex error_mutex_;
+  bool stopping_ = false;     // guarded by mutex_
+  std::shared_ptr<Job> job_;  // guarded by mutex_
 };
 
 // Splits [0, count) into `parts` near-equal ranges; returns range `index`
