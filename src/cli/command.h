@@ -12,6 +12,7 @@ void register_convert_command(CLI::App& app);
 void register_models_commands(CLI::App& app);
 void register_chat_command(CLI::App& app);
 void register_bench_command(CLI::App& app);
+void register_perplexity_command(CLI::App& app);
 void register_serve_command(CLI::App& app);
 void register_template_command(CLI::App& app);
 

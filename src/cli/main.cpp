@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   mlx_cpp::cli::register_models_commands(app);
   mlx_cpp::cli::register_chat_command(app);
   mlx_cpp::cli::register_bench_command(app);
+  mlx_cpp::cli::register_perplexity_command(app);
   mlx_cpp::cli::register_serve_command(app);
   mlx_cpp::cli::register_template_command(app);
   try {
