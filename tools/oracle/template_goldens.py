@@ -197,19 +197,26 @@ def template_paths(args):
         paths += sorted(pathlib.Path(directory).glob("*.jinja"))
     paths += [pathlib.Path(path) for path in args.template_file]
     for directory in args.model_dir:
-        paths.append(model_template_file(pathlib.Path(directory), pathlib.Path(args.out)))
+        path = model_template_file(pathlib.Path(directory), pathlib.Path(args.out))
+        if path is None:
+            print(f"{directory}: no chat template (a base model), nothing to compare")
+        else:
+            paths.append(path)
     return paths
 
 
 def model_template_file(directory, out):
     """A model directory's own chat template (chat_template.jinja wins over
-    tokenizer_config.json, as in transformers), copied to a .jinja file."""
+    tokenizer_config.json, as in transformers), copied to a .jinja file;
+    None when the model has none."""
     jinja = directory / "chat_template.jinja"
     if jinja.exists():
         template = jinja.read_text(encoding="utf-8")
     else:
         config = json.loads((directory / "tokenizer_config.json").read_text(encoding="utf-8"))
-        template = config["chat_template"]
+        template = config.get("chat_template")
+        if not template:
+            return None
         if isinstance(template, list):
             template = next(t["template"] for t in template if t.get("name") == "default")
     target = out / "model_templates" / f"model-{directory.name}.jinja"
