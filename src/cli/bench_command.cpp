@@ -116,8 +116,7 @@ void register_bench_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("-t,--threads", args->threads, "Kernel threads (0 = all cores)")
       ->capture_default_str();
-  command->add_option("--kernels", args->kernels, "fast (own kernels) or stock (bit-exact MLX)")
-      ->capture_default_str();
+  add_kernels_option(command, args->kernels);
   command->add_flag("--json", args->json, "Print a JSON report");
   command->callback([args] { run_bench(*args); });
 }

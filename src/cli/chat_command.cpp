@@ -37,11 +37,7 @@ struct ChatArguments {
   std::string model = kDefaultModel;
   std::string system;
   int max_tokens = 512;
-  float temperature = 0.0f;
-  float top_p = 1.0f;
-  int top_k = 0;
-  float min_p = 0.0f;
-  std::optional<uint64_t> seed;
+  SamplingArguments sampling;
   int context_size = 0;
   std::string kernels = "fast";
 };
@@ -97,8 +93,7 @@ class Chat {
     TextRequest request;
     request.prompt_ids = session_->encode(session_->render_chat(messages_, nullptr, true), false);
     request.options.max_tokens = args_.max_tokens;
-    request.options.sampler = {args_.temperature, args_.top_p, args_.min_p, 1,
-                               args_.top_k,       args_.seed};
+    request.options.sampler = args_.sampling.to_options();
     auto result = session_->generate(request, [](const TextChunk& chunk) {
       std::cout << chunk.text << std::flush;
       return !interrupted.load();
@@ -132,18 +127,9 @@ void register_chat_command(CLI::App& app) {
   command->add_option("--system", args->system, "System message");
   command->add_option("--max-tokens", args->max_tokens, "Maximum tokens per answer")
       ->capture_default_str();
-  command->add_option("--temp", args->temperature, "Sampling temperature (0 = greedy)")
-      ->capture_default_str();
-  command->add_option("--top-p", args->top_p, "Nucleus sampling mass (1 = off)")
-      ->capture_default_str();
-  command->add_option("--top-k", args->top_k, "Top-k sampling (0 = off)")->capture_default_str();
-  command->add_option("--min-p", args->min_p, "Min-p sampling (0 = off)")->capture_default_str();
-  command->add_option("--seed", args->seed, "Random seed");
+  add_sampling_options(command, args->sampling);
   command->add_option("--ctx-size", args->context_size, "Context size in tokens");
-  command
-      ->add_option("--kernels", args->kernels,
-                   "fast (own CPU kernels) or stock (bit-exact with mlx-lm)")
-      ->capture_default_str();
+  add_kernels_option(command, args->kernels);
   command->callback([args] {
     auto session = Session::open(resolve_model_argument(args->model),
                                  {args->context_size, parse_kernel_mode(args->kernels)});

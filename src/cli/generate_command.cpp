@@ -15,11 +15,7 @@ struct GenerateArguments {
   std::string system;
   bool chat = false;
   int max_tokens = 100;
-  float temperature = 0.0f;
-  float top_p = 1.0f;
-  int top_k = 0;
-  float min_p = 0.0f;
-  std::optional<uint64_t> seed;
+  SamplingArguments sampling;
   std::optional<float> repetition_penalty;
   int repetition_context_size = 20;
   int context_size = 0;
@@ -56,7 +52,7 @@ void run_generate(const GenerateArguments& args) {
   request.stop = args.stop;
   auto& options = request.options;
   options.max_tokens = args.max_tokens;
-  options.sampler = {args.temperature, args.top_p, args.min_p, 1, args.top_k, args.seed};
+  options.sampler = args.sampling.to_options();
   options.penalties.repetition_penalty = args.repetition_penalty;
   options.penalties.repetition_context_size = args.repetition_context_size;
   auto result = session->generate(request, [](const TextChunk& chunk) {
@@ -80,16 +76,7 @@ void register_generate_command(CLI::App& app) {
   command->add_option("--max-tokens", args->max_tokens, "Maximum tokens to generate")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--temp", args->temperature, "Sampling temperature (0 = greedy)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--top-p", args->top_p, "Nucleus sampling mass (1 = off)")
-      ->capture_default_str();
-  command->add_option("--top-k", args->top_k, "Sample from the k most likely tokens (0 = off)")
-      ->capture_default_str();
-  command->add_option("--min-p", args->min_p, "Minimum probability relative to the top (0 = off)")
-      ->capture_default_str();
-  command->add_option("--seed", args->seed, "Random seed (same seed, same tokens)");
+  add_sampling_options(command, args->sampling);
   command->add_option("--repetition-penalty", args->repetition_penalty,
                       "Penalty for tokens in the recent context (1 = off)");
   command
@@ -99,10 +86,7 @@ void register_generate_command(CLI::App& app) {
   command->add_option("--stop", args->stop, "Stop string (repeatable)");
   command->add_option("--ctx-size", args->context_size,
                       "Context size in tokens (default: the model's maximum)");
-  command
-      ->add_option("--kernels", args->kernels,
-                   "fast (own CPU kernels) or stock (bit-exact with mlx-lm)")
-      ->capture_default_str();
+  add_kernels_option(command, args->kernels);
   command->callback([args] { run_generate(*args); });
 }
 

@@ -9,6 +9,36 @@ std::filesystem::path resolve_model_argument(const std::string& name_or_director
   return resolve_model_path(name_or_directory);
 }
 
+void add_kernels_option(CLI::App* command, std::string& kernels) {
+  command
+      ->add_option("--kernels", kernels, "fast (own CPU kernels) or stock (bit-exact with mlx-lm)")
+      ->capture_default_str();
+}
+
+SamplerOptions SamplingArguments::to_options() const {
+  SamplerOptions options;
+  options.temperature = temperature;
+  options.top_p = top_p;
+  options.top_k = top_k;
+  options.min_p = min_p;
+  options.seed = seed;
+  return options;
+}
+
+void add_sampling_options(CLI::App* command, SamplingArguments& sampling) {
+  command->add_option("--temp", sampling.temperature, "Sampling temperature (0 = greedy)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--top-p", sampling.top_p, "Nucleus sampling mass (1 = off)")
+      ->capture_default_str();
+  command->add_option("--top-k", sampling.top_k, "Sample from the k most likely tokens (0 = off)")
+      ->capture_default_str();
+  command
+      ->add_option("--min-p", sampling.min_p, "Minimum probability relative to the top (0 = off)")
+      ->capture_default_str();
+  command->add_option("--seed", sampling.seed, "Random seed (same seed, same tokens)");
+}
+
 KernelMode parse_kernel_mode(const std::string& name) {
   if (name == "fast") return KernelMode::fast;
   if (name == "stock") return KernelMode::stock;

@@ -1,9 +1,12 @@
 #pragma once
-// How every command reads --model: a model directory, or the name of a
-// model in the local cache (see `mlx-cpp models`).
+// Options every model-running command reads the same way: --model (a model
+// directory, or the name of a model in the local cache, see `mlx-cpp
+// models`), --kernels, and the sampling flags.
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <string>
 
+#include "model/sampler.h"
 #include "model/transformer_spec.h"
 
 namespace mlx_cpp::cli {
@@ -14,5 +17,20 @@ std::filesystem::path resolve_model_argument(const std::string& name_or_director
 
 // "fast" (own kernels, the default) or "stock" (bit-exact with mlx-lm).
 KernelMode parse_kernel_mode(const std::string& name);
+
+// Adds --kernels fast|stock, shared by every command that runs a model.
+void add_kernels_option(CLI::App* command, std::string& kernels);
+
+// The sampling flags generate and chat share (--temp, --top-p, --top-k,
+// --min-p, --seed), with mlx-lm's CLI defaults (greedy).
+struct SamplingArguments {
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  int top_k = 0;
+  float min_p = 0.0f;
+  std::optional<uint64_t> seed;
+  SamplerOptions to_options() const;
+};
+void add_sampling_options(CLI::App* command, SamplingArguments& sampling);
 
 }  // namespace mlx_cpp::cli

@@ -45,7 +45,7 @@ void register_perplexity_command(CLI::App& app) {
   command->add_option("-f,--file", args->file, "Text file")->required();
   command->add_option("-c,--ctx", args->context, "Window size in tokens (second half scored)")
       ->capture_default_str();
-  command->add_option("--kernels", args->kernels, "fast or stock")->capture_default_str();
+  add_kernels_option(command, args->kernels);
   command->callback([args] { run_perplexity(*args); });
 }
 

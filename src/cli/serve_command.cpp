@@ -144,10 +144,7 @@ void register_serve_command(CLI::App& app) {
       ->add_option("--ctx-size", args->context_size,
                    "Context size in tokens (default: the model's maximum)")
       ->check(CLI::NonNegativeNumber);
-  command
-      ->add_option("--kernels", args->kernels,
-                   "fast (own CPU kernels) or stock (bit-exact with mlx-lm)")
-      ->capture_default_str();
+  add_kernels_option(command, args->kernels);
   command->add_option("--cors-origin", config.cors_origin,
                       "Allow browser requests from this origin ('*' for any)");
   command
