@@ -98,7 +98,7 @@ class Chat {
       std::cout << chunk.text << std::flush;
       return !interrupted.load();
     });
-    std::cout << '\n';
+    std::cout << std::endl;  // flushed before the stats go to stderr
     if (result.finish_reason == "cancelled") std::cerr << "[stopped]\n";
     messages_.push_back({{"role", "assistant"}, {"content", result.text}});
     const auto& stats = result.stats;
