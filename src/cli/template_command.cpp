@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/model_argument.h"
 #include "io/error.h"
 #include "template/chat_template.h"
 #include "template/model_chat_template.h"
@@ -47,7 +48,7 @@ void run_template_command(const TemplateOptions& options) {
   if (options.model.empty()) {
     source = read_text(options.template_file);
   } else {
-    ModelChatTemplate model = load_model_chat_template(options.model);
+    ModelChatTemplate model = load_model_chat_template(resolve_model_argument(options.model));
     source = std::move(model.source);
     context = std::move(model.special_tokens);
   }

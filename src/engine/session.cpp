@@ -40,8 +40,13 @@ std::unique_ptr<Session> Session::open(const std::filesystem::path& directory,
   std::unique_ptr<Session> session(new Session());
   session->loaded_ = load_model(directory, {options.kernels});
   session->tokenizer_ = Tokenizer::from_directory(directory);
-  auto source = session->tokenizer_->chat_template();
-  if (!source.empty()) session->chat_template_ = std::make_unique<ChatTemplate>(source);
+  // The template and its special tokens come from the same loader the
+  // `template` command uses, so both render the same prompt.
+  if (!session->tokenizer_->chat_template().empty()) {
+    auto model_template = load_model_chat_template(directory);
+    session->chat_template_ = std::make_unique<ChatTemplate>(model_template.source);
+    session->template_special_tokens_ = std::move(model_template.special_tokens);
+  }
   auto generation_path = directory / "generation_config.json";
   session->generation_config_ = std::filesystem::exists(generation_path)
                                     ? read_json_file(generation_path)
@@ -87,8 +92,7 @@ std::string Session::render_chat(const nlohmann::ordered_json& messages,
   context["messages"] = messages;
   if (!tools.is_null()) context["tools"] = tools;
   context["add_generation_prompt"] = add_generation_prompt;
-  context["bos_token"] = tokenizer_->bos_token();
-  context["eos_token"] = tokenizer_->eos_token();
+  for (const auto& [key, value] : template_special_tokens_.items()) context[key] = value;
   if (extra.is_object())
     for (const auto& [key, value] : extra.items()) context[key] = value;
   return chat_template_->render(context);

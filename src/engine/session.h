@@ -13,6 +13,7 @@
 #include "engine/token_generator.h"
 #include "model/language_model.h"
 #include "template/chat_template.h"
+#include "template/model_chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace mlx_cpp {
@@ -91,6 +92,7 @@ class Session {
   LoadedModel loaded_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_template_;
+  nlohmann::ordered_json template_special_tokens_;  // bos/eos/unk/pad as template variables
   nlohmann::json generation_config_;
   std::vector<int> eos_token_ids_;
   int context_size_ = 0;
