@@ -26,9 +26,20 @@ namespace mlx_cpp::kernels {
 // float32 inputs. The stock CPU op accumulates bfloat16 inputs in bfloat16,
 // so on bfloat16 the two differ by the stock op's own error (several % of
 // max |out| measured; docs/benchmarks.md).
+//
+// ActivationPrecision::int8 lets decode-shaped calls (at most 4 rows of x)
+// quantize x to int8 per block of 32 k (scale max |x| / 127, round to
+// nearest) and take integer dot products, where the CPU has them (AVX-512
+// VNNI; elsewhere, and for more rows, the float32 path runs). The bias
+// term still uses float32 sums of x. Error: that of rounding x to 8 bits,
+// at most 0.4% of each block's largest |x| per element; measured against
+// float32 in tests/kernels (quantized_matmul_test.cpp) and in the model's
+// fidelity contract (tests/model/fast_kernels_test.cpp).
+enum class ActivationPrecision { float32, int8 };
 mlx::core::array quantized_matmul_fast(const mlx::core::array& x, const mlx::core::array& w,
                                        const mlx::core::array& scales,
                                        const mlx::core::array& biases, int group_size, int bits,
+                                       ActivationPrecision precision = ActivationPrecision::float32,
                                        mlx::core::StreamOrDevice s = {});
 
 // x * rsqrt(mean(x^2, -1) + eps) * weight, as mlx::core::fast::rms_norm:

@@ -30,8 +30,16 @@ namespace {
 }  // namespace avx512
 
 const IsaKernels& avx512_kernels() {
-  static const IsaKernels kernels{"avx512", avx512::L, avx512::kPanelColumns, avx512::gemv,
-                                  avx512::gemm};
+  static const IsaKernels kernels = [] {
+    IsaKernels table{"avx512", avx512::L, avx512::kPanelColumns, avx512::gemv, avx512::gemm};
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512vnni")) {
+      table.gemv_int8 = avx512_vnni_gemv_int8;
+      table.int8_interleave = 64;
+      table.int8_k_align = 128;
+    }
+    return table;
+  }();
   return kernels;
 }
 

@@ -1,5 +1,8 @@
 #include <mlx/types/half_types.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "kernels/qmm_kernels.h"
@@ -46,6 +49,49 @@ void store_from_float(const float* src, int count, void* dst, ScalarType type, s
     case ScalarType::float16:
       convert_from_float(src, count, static_cast<float16_t*>(dst) + offset);
       break;
+  }
+}
+
+int int8_padded_k(const IsaKernels& isa, int K) {
+  return (K + isa.int8_k_align - 1) / isa.int8_k_align * isa.int8_k_align;
+}
+
+void quantize_activations(const IsaKernels& isa, const float* x, int M, int K, int bits,
+                          std::int8_t* xq, float* xq_scales) {
+  constexpr int kBlock = 32;
+  const int k_padded = int8_padded_k(isa, K);
+  const int scale_stride = k_padded / kBlock + 4;
+  const int interleave = bits == 4 ? isa.int8_interleave : 1;
+  std::vector<std::int8_t> natural(k_padded);
+  for (int m = 0; m < M; ++m) {
+    const float* row = x + static_cast<std::size_t>(m) * K;
+    float* scales = xq_scales + static_cast<std::size_t>(m) * scale_stride;
+    std::fill(scales, scales + scale_stride, 0.0f);
+    std::fill(natural.begin(), natural.end(), 0);
+    for (int b = 0; b * kBlock < K; ++b) {
+      const float* block = row + b * kBlock;
+      float amax = 0.0f;
+      for (int i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(block[i]));
+      const float scale = amax / 127.0f;
+      const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+      scales[b] = scale;
+      for (int i = 0; i < kBlock; ++i) {
+        natural[b * kBlock + i] = static_cast<std::int8_t>(std::lrintf(block[i] * inverse));
+      }
+    }
+    std::int8_t* dst = xq + static_cast<std::size_t>(m) * k_padded;
+    if (interleave == 1) {
+      std::memcpy(dst, natural.data(), k_padded);
+      continue;
+    }
+    // Each block of 2 * interleave k: the even k, then the odd k, so one
+    // vector of packed bytes' low nibbles meets the first half.
+    for (int chunk = 0; chunk < k_padded; chunk += 2 * interleave) {
+      for (int i = 0; i < interleave; ++i) {
+        dst[chunk + i] = natural[chunk + 2 * i];
+        dst[chunk + interleave + i] = natural[chunk + 2 * i + 1];
+      }
+    }
   }
 }
 

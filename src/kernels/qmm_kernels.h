@@ -23,6 +23,14 @@ struct Problem {
   void* out;  // [M, N]
   ScalarType out_type;
   int M, N, K, group_size, bits;
+  // Only for gemv_int8: x quantized to int8 per 32 consecutive k (scale =
+  // max |x| / 127 of those 32), rows `k_padded` apart (K rounded up to the
+  // ISA's int8_k_align, zero-filled); 4-bit weights take x in the ISA's
+  // int8_interleave order. xq_scales rows are k_padded / 32 + 4 apart (the
+  // extra entries are zero, so kernels may load 4 at a time).
+  const std::int8_t* xq = nullptr;
+  const float* xq_scales = nullptr;
+  int k_padded = 0;
 };
 
 struct IsaKernels {
@@ -39,11 +47,34 @@ struct IsaKernels {
   // Same contract, for many rows (prefill): weights are dequantized to a
   // float panel once and reused for all rows.
   void (*gemm)(const Problem& p, int n_begin, int n_end);
+  // Decode with 8-bit activations and integer dot products: same contract
+  // as gemv, reading xq / xq_scales instead of x (x_group_sums still gives
+  // the bias term exactly). Null where the CPU has no integer dot product
+  // instruction worth it; the float gemv is used then.
+  void (*gemv_int8)(const Problem& p, int n_begin, int n_end) = nullptr;
+  // 4-bit x order for gemv_int8: within each block of 2 * interleave k, the
+  // even k then the odd k (1 = natural order).
+  int int8_interleave = 1;
+  // k_padded is a multiple of this.
+  int int8_k_align = 32;
 };
+
+// Quantizes x rows [M, K] (natural k order, float32) into the int8 layout
+// above for the given ISA table and bits; xq holds M * k_padded values and
+// xq_scales M * (k_padded / 32 + 4).
+int int8_padded_k(const IsaKernels& isa, int K);
+void quantize_activations(const IsaKernels& isa, const float* x, int M, int K, int bits,
+                          std::int8_t* xq, float* xq_scales);
 
 const IsaKernels& scalar_kernels();
 const IsaKernels& avx2_kernels();
 const IsaKernels& avx512_kernels();
+
+#if defined(__x86_64__) || defined(__i386__)
+// The AVX-512 VNNI gemv_int8 (int8_interleave 64, int8_k_align 128); the
+// AVX-512 table offers it where the CPU has VNNI.
+void avx512_vnni_gemv_int8(const Problem& p, int n_begin, int n_end);
+#endif
 
 // Helpers the kernels share, compiled for the baseline ISA.
 void load_as_float(const void* src, ScalarType type, std::size_t offset, int count, float* dst);

@@ -34,10 +34,42 @@ void scalar_matmul(const Problem& p, int n_begin, int n_end) {
   }
 }
 
+// The int8-activation reference: per block of 32 k, an exact integer dot of
+// the raw weights q with xq, scaled by the weight group's scale and the
+// block's x scale; the bias term comes from the float sums of x.
+void scalar_gemv_int8(const Problem& p, int n_begin, int n_end) {
+  constexpr int kBlock = 32;
+  const int groups = p.K / p.group_size;
+  const int scale_stride = p.k_padded / kBlock + 4;
+  float* scale = thread_scratch(0, 2 * static_cast<std::size_t>(groups));
+  float* bias = scale + groups;
+  for (int n = n_begin; n < n_end; ++n) {
+    load_as_float(p.scales, p.scale_type, static_cast<std::size_t>(n) * groups, groups, scale);
+    load_as_float(p.biases, p.scale_type, static_cast<std::size_t>(n) * groups, groups, bias);
+    const std::uint8_t* packed = p.w + static_cast<std::size_t>(n) * p.K * p.bits / 8;
+    for (int m = 0; m < p.M; ++m) {
+      const std::int8_t* xq = p.xq + static_cast<std::size_t>(m) * p.k_padded;
+      const float* xq_scale = p.xq_scales + static_cast<std::size_t>(m) * scale_stride;
+      const float* sums = p.x_group_sums + static_cast<std::size_t>(m) * groups;
+      float sum = 0.0f;
+      for (int b = 0; b * kBlock < p.K; ++b) {
+        int dot = 0;
+        for (int k = b * kBlock; k < (b + 1) * kBlock; ++k) {
+          int q = p.bits == 8 ? packed[k] : (packed[k / 2] >> ((k & 1) * 4)) & 0xF;
+          dot += q * xq[k];
+        }
+        sum += scale[b * kBlock / p.group_size] * xq_scale[b] * static_cast<float>(dot);
+      }
+      for (int g = 0; g < groups; ++g) sum += bias[g] * sums[g];
+      store_from_float(&sum, 1, p.out, p.out_type, static_cast<std::size_t>(m) * p.N + n);
+    }
+  }
+}
+
 }  // namespace
 
 const IsaKernels& scalar_kernels() {
-  static const IsaKernels kernels{"scalar", 1, 1, scalar_matmul, scalar_matmul};
+  static const IsaKernels kernels{"scalar", 1, 1, scalar_matmul, scalar_matmul, scalar_gemv_int8};
   return kernels;
 }
 

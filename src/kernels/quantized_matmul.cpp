@@ -61,15 +61,26 @@ void prepare_x(const mx::array& x, int M, int K, int group_size, int interleave,
 }
 
 void run_quantized_matmul(const mx::array& x, const mx::array& w, const mx::array& scales,
-                          const mx::array& biases, mx::array& out, int group_size, int bits) {
+                          const mx::array& biases, mx::array& out, int group_size, int bits,
+                          ActivationPrecision precision) {
   const int K = x.shape(-1);
   const int M = static_cast<int>(x.size() / K);
   const int N = w.shape(0);
   const qmm::IsaKernels& isa = kernels_for(active_isa());
-  const int interleave = bits == 4 ? isa.interleave : 1;
+  const bool decode = M <= kGemvMaxRows;
+  const bool int8 = decode && precision == ActivationPrecision::int8 && isa.gemv_int8;
+  const int interleave = bits == 4 && !int8 ? isa.interleave : 1;
   std::vector<float> x_float(static_cast<std::size_t>(M) * K);
   std::vector<float> group_sums(static_cast<std::size_t>(M) * (K / group_size));
   prepare_x(x, M, K, group_size, interleave, x_float.data(), group_sums.data());
+  std::vector<std::int8_t> xq;
+  std::vector<float> xq_scales;
+  const int k_padded = int8 ? qmm::int8_padded_k(isa, K) : 0;
+  if (int8) {
+    xq.resize(static_cast<std::size_t>(M) * k_padded);
+    xq_scales.resize(static_cast<std::size_t>(M) * (k_padded / 32 + 4));
+    qmm::quantize_activations(isa, x_float.data(), M, K, bits, xq.data(), xq_scales.data());
+  }
 
   qmm::Problem problem{x_float.data(),
                        group_sums.data(),
@@ -83,9 +94,11 @@ void run_quantized_matmul(const mx::array& x, const mx::array& w, const mx::arra
                        N,
                        K,
                        group_size,
-                       bits};
-  const bool decode = M <= kGemvMaxRows;
-  auto kernel = decode ? isa.gemv : isa.gemm;
+                       bits,
+                       xq.data(),
+                       xq_scales.data(),
+                       k_padded};
+  auto kernel = int8 ? isa.gemv_int8 : decode ? isa.gemv : isa.gemm;
   // Decode splits N into a few ranges per thread (claimed dynamically, so a
   // busy core does less), but not below kMinDecodeTaskBytes of weights per
   // range: waking a worker costs about as much as streaming that much.
@@ -106,13 +119,19 @@ void run_quantized_matmul(const mx::array& x, const mx::array& w, const mx::arra
 
 class QuantizedMatmulFast : public FallbackPrimitive {
  public:
-  QuantizedMatmulFast(mx::Stream stream, Fallback fallback, int group_size, int bits)
-      : FallbackPrimitive(stream, std::move(fallback)), group_size_(group_size), bits_(bits) {}
+  QuantizedMatmulFast(mx::Stream stream, Fallback fallback, int group_size, int bits,
+                      ActivationPrecision precision)
+      : FallbackPrimitive(stream, std::move(fallback)),
+        group_size_(group_size),
+        bits_(bits),
+        precision_(precision) {}
 
   void eval_cpu(const Arrays& inputs, Arrays& outputs) override {
     dispatch(inputs, outputs,
-             [group_size = group_size_, bits = bits_](const Arrays& in, Arrays& out) {
-               run_quantized_matmul(in[0], in[1], in[2], in[3], out[0], group_size, bits);
+             [group_size = group_size_, bits = bits_, precision = precision_](const Arrays& in,
+                                                                              Arrays& out) {
+               run_quantized_matmul(in[0], in[1], in[2], in[3], out[0], group_size, bits,
+                                    precision);
              });
   }
   const char* name() const override { return "QuantizedMatmulFast"; }
@@ -123,12 +142,13 @@ class QuantizedMatmulFast : public FallbackPrimitive {
   }
   bool is_equivalent(const mx::Primitive& other) const override {
     auto& o = static_cast<const QuantizedMatmulFast&>(other);
-    return group_size_ == o.group_size_ && bits_ == o.bits_;
+    return group_size_ == o.group_size_ && bits_ == o.bits_ && precision_ == o.precision_;
   }
 
  private:
   int group_size_;
   int bits_;
+  ActivationPrecision precision_;
 };
 
 [[noreturn]] void reject(const std::string& message) {
@@ -169,7 +189,7 @@ void validate(const mx::array& x, const mx::array& w, const mx::array& scales,
 
 mx::array quantized_matmul_fast(const mx::array& x, const mx::array& w, const mx::array& scales,
                                 const mx::array& biases, int group_size, int bits,
-                                mx::StreamOrDevice s) {
+                                ActivationPrecision precision, mx::StreamOrDevice s) {
   validate(x, w, scales, biases, group_size, bits);
   auto fallback = [group_size, bits, s](const std::vector<mx::array>& in) {
     return std::vector<mx::array>{
@@ -181,7 +201,7 @@ mx::array quantized_matmul_fast(const mx::array& x, const mx::array& w, const mx
   out_shape.back() = w.shape(0);
   auto dtype = mx::promote_types(x.dtype(), scales.dtype());
   return mx::array(std::move(out_shape), dtype,
-                   std::make_shared<QuantizedMatmulFast>(stream, fallback, group_size, bits),
+                   std::make_shared<QuantizedMatmulFast>(stream, fallback, group_size, bits, precision),
                    {row_contiguous(x, s), row_contiguous(w, s), row_contiguous(scales, s),
                     row_contiguous(biases, s)});
 }

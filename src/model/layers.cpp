@@ -24,10 +24,12 @@ std::optional<QuantizedTensor> load_quantized(WeightStore& weights,
 
 namespace {
 // The own kernel covers affine 4- and 8-bit weights; other widths stay stock.
+// Decode-shaped calls take 8-bit activations with integer dot products
+// (within the fast path's fidelity contract, tests/model/fast_kernels_test).
 mx::array quantized_projection(const mx::array& x, const QuantizedTensor& q, KernelMode kernels) {
   if (kernels == KernelMode::fast && (q.params.bits == 4 || q.params.bits == 8))
     return kernels::quantized_matmul_fast(x, q.packed, q.scales, q.biases, q.params.group_size,
-                                          q.params.bits);
+                                          q.params.bits, kernels::ActivationPrecision::int8);
   return mx::quantized_matmul(x, q.packed, q.scales, q.biases, /*transpose=*/true,
                               q.params.group_size, q.params.bits, q.params.mode);
 }

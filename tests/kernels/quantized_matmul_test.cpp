@@ -130,6 +130,70 @@ TEST(QuantizedMatmulFast, ThreadCountsGiveTheSameResult) {
   EXPECT_EQ(measure_error(one, three).max_abs, 0.0);  // columns never split along k
 }
 
+// Largest error int8 activations can add, per output: each x is off by at
+// most half its block's step, max |x in block| / 254, times |w|.
+mx::array int8_rounding_bound(const mx::array& x, const QuantizedWeights& q, int group_size,
+                              int bits) {
+  const int M = x.shape(0), K = x.shape(1), N = q.w.shape(0);
+  auto block_max = mx::max(mx::abs(mx::reshape(mx::astype(x, mx::float32), {M, K / 32, 32})), -1);
+  auto w = mx::dequantize(q.w, mx::astype(q.scales, mx::float32),
+                          mx::astype(q.biases, mx::float32), group_size, bits);
+  auto block_abs_w = mx::sum(mx::abs(mx::reshape(w, {N, K / 32, 32})), -1);
+  return mx::matmul(mx::divide(block_max, mx::array(254.0f)), mx::transpose(block_abs_w));
+}
+
+TEST(QuantizedMatmulFast, Int8ActivationsStayWithinTheirRoundingBound) {
+  ErrorReport int8_report("quantized_matmul_fast int8 activations vs float32");
+  ErrorReport isa_report("quantized_matmul_fast int8 activations, SIMD vs portable");
+  const mx::Dtype scale_dtypes[] = {mx::float32, mx::bfloat16, mx::float16};
+  int seed = 300;
+  for (int bits : {4, 8}) {
+    for (int group_size : {32, 64, 128}) {
+      for (int K : {128, 384, 576, 640, 1536}) {
+        if (K % group_size != 0) continue;
+        for (int M : {1, 2, 3, 4}) {
+          ++seed;
+          auto q = make_weights(37 + M, K, group_size, bits, scale_dtypes[seed % 3], seed);
+          auto x = random_normal({M, K}, mx::float32, 1.0f, seed + 1);
+          auto reference = stock_in_float32(x, q, group_size, bits);
+          auto bound = int8_rounding_bound(x, q, group_size, bits);
+          set_isa_limit(Isa::scalar);
+          auto portable = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
+                                                ActivationPrecision::int8);
+          mx::eval(portable);
+          auto stats = measure_error(portable, reference);
+          int8_report.add(stats);
+          // The activations were really rounded (the float path would agree
+          // with the reference to float rounding)...
+          EXPECT_GT(stats.max_rel, 1e-5) << "M=" << M << " K=" << K;
+          // ...and by no more than their bound, plus float32 summation.
+          auto excess = mx::subtract(mx::abs(mx::subtract(portable, reference)), bound);
+          EXPECT_LE(mx::max(excess).item<float>(), 2e-6 * stats.max_expected + 1e-6)
+              << "M=" << M << " K=" << K << " group=" << group_size << " bits=" << bits;
+          for (Isa isa : testing::available_isas()) {
+            set_isa_limit(isa);
+            auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
+                                              ActivationPrecision::int8);
+            mx::eval(fast);
+            // The same integer dots in any SIMD level: only float sums differ
+            // (a level without int8 dot products takes the float32 path,
+            // which lies within the bound as well).
+            auto isa_stats = measure_error(fast, portable);
+            isa_report.add(isa_stats);
+            if (isa == Isa::avx512 && __builtin_cpu_supports("avx512vnni")) {
+              EXPECT_LE(isa_stats.max_rel, 1e-5) << "VNNI vs portable int8, M=" << M << " K=" << K;
+            }
+            auto isa_excess = mx::subtract(mx::abs(mx::subtract(fast, reference)), bound);
+            EXPECT_LE(mx::max(isa_excess).item<float>(), 2e-6 * stats.max_expected + 1e-6)
+                << "isa=" << isa_name(isa) << " M=" << M << " K=" << K;
+          }
+          set_isa_limit(detected_isa());
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantizedMatmulFast, RejectsBadInputsNamingTheOp) {
   auto q = make_weights(16, 128, 32, 4, mx::float32, 13);
   auto x = random_normal({1, 128}, mx::float32, 1.0f, 14);

@@ -1,7 +1,8 @@
 // The fidelity contract of the fast path (own kernels): for every
 // architecture x {bf16, q4, q8} and every parity prompt, every logit of a
-// full forward stays within kRelativeLogitError x max|stock logit| of the
-// stock path (the bound), and 64 greedy tokens equal the stock path's,
+// full forward, and of every decode step while both paths have generated
+// the same tokens, stays within kRelativeLogitError x max|stock logit| of
+// the stock path (the bound), and 64 greedy tokens equal the stock path's,
 // except after a step where the stock path's top two logits lie within that
 // bound (a near tie, which the test then reports).
 #include <gtest/gtest.h>
@@ -21,6 +22,13 @@ namespace mx = mlx::core;
 // ulps of the largest logit (measured worst: 4.2%, qwen3 q4; bf16 models
 // under 1.7%).
 constexpr float kRelativeLogitError = 0.05f;
+// Decode steps run on KV caches each path filled itself, and round
+// activations to 8 bits per block of 32 before quantized matmuls (integer
+// dot products); with the stock op's bfloat16 accumulation (up to 6.7% off
+// float32 on its own, tests/kernels) the two paths' step logits differ by
+// more than a full forward's: measured worst 7.3% with float32 activations
+// (gemma3 q4) and 7.2% with int8 (qwen3 q8). Greedy tokens must still match.
+constexpr float kDecodeRelativeLogitError = 0.10f;
 constexpr int kGreedySteps = 64;
 
 struct GreedyRun {
@@ -56,7 +64,7 @@ TEST_P(FastKernels, LogitsWithinBoundAndGreedyTokensMatchStock) {
   auto golden = testing::GoldenCase::load(GetParam());
   auto stock = load_model(golden.model_directory, {KernelMode::stock});
   auto fast = load_model(golden.model_directory, {KernelMode::fast});
-  float worst = 0;
+  float worst = 0, worst_decode = 0;
   for (const auto& [name, prompt] : golden.goldens["prompts"].items()) {
     SCOPED_TRACE("prompt " + name);
     auto ids = prompt["ids"].get<std::vector<int>>();
@@ -73,6 +81,13 @@ TEST_P(FastKernels, LogitsWithinBoundAndGreedyTokensMatchStock) {
     auto expected = greedy(stock, ids);
     auto actual = greedy(fast, ids);
     for (size_t step = 0; step < expected.tokens.size(); ++step) {
+      const auto& stock_step = expected.logits[step];
+      const float step_bound =
+          kDecodeRelativeLogitError * mx::max(mx::abs(stock_step)).item<float>();
+      const float step_error =
+          mx::max(mx::abs(mx::subtract(stock_step, actual.logits[step]))).item<float>();
+      worst_decode = std::max(worst_decode, step_error / (step_bound / kDecodeRelativeLogitError));
+      EXPECT_LE(step_error, step_bound) << "decode step " << step;
       if (actual.tokens[step] == expected.tokens[step]) continue;
       float gap = top_two_gap(expected.logits[step]);
       EXPECT_LE(gap, bound) << "greedy tokens differ at step " << step
@@ -82,7 +97,9 @@ TEST_P(FastKernels, LogitsWithinBoundAndGreedyTokensMatchStock) {
       break;  // after a legitimate divergence the continuations differ
     }
   }
-  std::cout << "[ max error ] " << GetParam() << ": " << 100 * worst << "% of the largest logit\n";
+  std::cout << "[ max error ] " << GetParam() << ": " << 100 * worst
+            << "% of the largest logit (full forward), " << 100 * worst_decode
+            << "% (decode steps)\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllArchitectures, FastKernels,
