@@ -2,7 +2,8 @@
 // shapes of SmolLM2-135M (K=576; 4-bit and 8-bit, group 32) and
 // Qwen2.5-1.5B (K=1536 and K=8960; 4-bit, group 64), for one row (decode)
 // and 512 rows (prefill). bfloat16 activations and scales, as in the
-// published MLX checkpoints, plus two float32 shapes.
+// published MLX checkpoints, plus two float32 shapes and the decode shapes
+// with 8-bit activations.
 #include <string>
 
 #include "bench_common.h"
@@ -34,21 +35,24 @@ const Shape kShapes[] = {
     {"qwen2.5-1.5b", "down_proj", 1536, 8960, 4, 64},
 };
 
-void register_shape(const Shape& shape, int M, mx::Dtype dtype) {
-  std::string name = std::string("qmm/") + (dtype == mx::float32 ? "f32/" : "") + shape.model +
+void register_shape(const Shape& shape, int M, mx::Dtype dtype,
+                    ActivationPrecision precision = ActivationPrecision::float32) {
+  const bool int8 = precision == ActivationPrecision::int8;
+  std::string name = std::string("qmm/") + (dtype == mx::float32 ? "f32/" : "") +
+                     (int8 ? "int8/" : "") + shape.model +
                      "/" + shape.layer + "/N" + std::to_string(shape.N) + "_K" +
                      std::to_string(shape.K) + "/q" + std::to_string(shape.bits) + "g" +
                      std::to_string(shape.group_size) + "/M" + std::to_string(M);
   register_pair(
       name,
-      [shape, M, dtype] {
+      [shape, M, dtype, precision] {
         auto w = random_input({shape.N, shape.K}, dtype, 0.05f, 1);
         auto q = mx::quantize(w, shape.group_size, shape.bits);
         mx::eval(q);
         auto x = random_input({M, shape.K}, dtype, 1.0f, 2);
         int g = shape.group_size, b = shape.bits;
         return OpPair{[=] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, g, b); },
-                      [=] { return quantized_matmul_fast(x, q[0], q[1], q[2], g, b); }};
+                      [=] { return quantized_matmul_fast(x, q[0], q[1], q[2], g, b, precision); }};
       },
       M > 64);
 }
@@ -57,6 +61,9 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype) {
   for (int M : {1, 512}) {
     for (const auto& shape : kShapes) register_shape(shape, M, mx::bfloat16);
   }
+  // Decode with 8-bit activations (integer dot products), as the model's
+  // fast path runs it.
+  for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int8);
   // float32 activations and scales take MLX's vectorized (8-wide, float
   // accumulating) CPU path instead of the scalar bfloat16 one.
   for (int M : {1, 512}) {

@@ -56,7 +56,8 @@ void record_pulled_model(const PulledModel& model) {
                           {"parameters", model.parameters},
                           {"bytes_on_disk", model.bytes_on_disk},
                           {"quantization", model.quantization},
-                          {"convert_seconds", model.convert_seconds}};
+                          {"convert_seconds", model.convert_seconds},
+                          {"converter_format", kConverterFormat}};
   fs::create_directories(model_cache_root());
   write_json_file(registry_path(), registry);
 }

@@ -125,8 +125,11 @@ PulledModel pull_model(const std::string& name, std::ostream& log) {
   const auto* entry = find_catalog_entry(name);
   if (entry == nullptr) resolve_model_path(name);  // throws, listing the known names
   if (auto pulled = find_pulled_model(name)) {
-    log << name << " is already pulled: " << pulled->directory.string() << '\n';
-    return *pulled;
+    if (read_registry()[name].value("converter_format", 1) >= kConverterFormat) {
+      log << name << " is already pulled: " << pulled->directory.string() << '\n';
+      return *pulled;
+    }
+    log << name << " was converted by an older version: converting it again\n";
   }
   auto root = model_cache_root();
   auto packages = root / "packages";

@@ -7,6 +7,11 @@
 
 namespace mlx_cpp {
 
+// Bumped when `convert` writes different files for the same GGUF (2: the
+// legacy quant types keep float16 scales); `pull` converts again a model
+// recorded with an older format (or none).
+constexpr int kConverterFormat = 2;
+
 std::filesystem::path registry_path();
 nlohmann::json read_registry();
 // Adds or replaces one model's record (atomic write of registry.json).

@@ -40,8 +40,9 @@ TEST(GgufAffine, ExactTypesDequantizeInMlxToGgufValues) {
         continue;
       }
       ASSERT_TRUE(affine.has_value()) << entry["gguf"] << " " << tensor.name;
-      auto values = mlx::core::dequantize(affine->weight, affine->scales, affine->biases,
-                                          affine->group_size, affine->bits);
+      auto values = mlx::core::dequantize(
+          affine->weight, mlx::core::astype(affine->scales, mlx::core::float32),
+          mlx::core::astype(affine->biases, mlx::core::float32), affine->group_size, affine->bits);
       values.eval();
       ASSERT_EQ(values.dtype(), mlx::core::float32);
       EXPECT_EQ(std::vector<int>(values.shape().begin(), values.shape().end()),
@@ -50,6 +51,13 @@ TEST(GgufAffine, ExactTypesDequantizeInMlxToGgufValues) {
       EXPECT_TRUE(values_equal(golden, values.data<float>(), values.size()))
           << entry["gguf"] << " " << tensor.name;
       carried.insert(ggml_type_name(tensor.type));
+      // The legacy types' d and m are float16 in the file and stay so; the
+      // K-quants' products d * sc need float32.
+      const std::string type = ggml_type_name(tensor.type);
+      const bool k_quant = type == "Q4_K" || type == "Q5_K";
+      EXPECT_EQ(affine->scales.dtype(), k_quant ? mlx::core::float32 : mlx::core::float16)
+          << entry["gguf"] << " " << tensor.name;
+      EXPECT_EQ(affine->biases.dtype(), affine->scales.dtype());
     }
   }
   EXPECT_EQ(carried,

@@ -67,8 +67,9 @@ TEST(GgufRealModels, ExactCarriesDequantizeInMlxToTheSameValues) {
       auto affine = exact_affine(file, tensor);
       if (!affine) continue;
       auto expected = dequantize_tensor(file, tensor);
-      auto actual = mlx::core::dequantize(affine->weight, affine->scales, affine->biases,
-                                          affine->group_size, affine->bits);
+      auto actual = mlx::core::dequantize(
+          affine->weight, mlx::core::astype(affine->scales, mlx::core::float32),
+          mlx::core::astype(affine->biases, mlx::core::float32), affine->group_size, affine->bits);
       actual.eval();
       const float* values = actual.data<float>();
       std::size_t mismatches = 0;

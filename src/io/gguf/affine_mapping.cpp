@@ -1,5 +1,8 @@
 #include "io/gguf/affine_mapping.h"
 
+#include <mlx/ops.h>
+#include <mlx/types/half_types.h>
+
 #include <vector>
 
 #include "io/error.h"
@@ -103,6 +106,15 @@ class BitPacker {
   std::size_t position_ = 0;
 };
 
+// float16 holds d and m of the legacy types (and -8 d, -128 d ...) exactly,
+// halving what scales and biases cost to store and to read per token.
+bool holds_exactly_in_float16(const std::vector<float>& values) {
+  for (float value : values) {
+    if (static_cast<float>(static_cast<mlx::core::float16_t>(value)) != value) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<int> exact_affine_bits(std::uint32_t type_id) {
@@ -151,10 +163,13 @@ std::optional<AffineTensor> exact_affine(const GgufFile& file, const TensorInfo&
     }
   }
   using mlx::core::array;
+  const auto dtype = holds_exactly_in_float16(scales) && holds_exactly_in_float16(biases)
+                         ? mlx::core::float16
+                         : mlx::core::float32;
   return AffineTensor{array(words.begin(), {rows, words_per_row}, mlx::core::uint32),
-                      array(scales.begin(), {rows, groups_per_row}, mlx::core::float32),
-                      array(biases.begin(), {rows, groups_per_row}, mlx::core::float32), *bits,
-                      kGroup};
+                      mlx::core::astype(array(scales.begin(), {rows, groups_per_row}), dtype),
+                      mlx::core::astype(array(biases.begin(), {rows, groups_per_row}), dtype),
+                      *bits, kGroup};
 }
 
 }  // namespace mlx_cpp::gguf

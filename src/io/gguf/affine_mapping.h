@@ -5,11 +5,14 @@
 // unchanged (no requantization error). Symmetric types get a shifted q and
 // bias = -offset * d (Q8_0: q' = q + 128, bias = -128 d).
 //
-// Scales and biases are float32: MLX dequantizes in the scales' dtype, and
-// float16 could not hold values like d * q or d * q + m exactly; in float32
-// `scale * q + bias` rounds exactly as the gguf formula does (the products are
-// exact), so dequantized values equal gguf's element for element (only the
-// sign of a zero can differ when d == 0).
+// Scales and biases are float16 when every one of a tensor's values fits
+// exactly (the legacy types: d and m are float16, -8 d and -128 d too), as
+// in the GGUF, else float32 (K-quants' d * sc does not fit). The numbers are
+// exact either way: `scale * q + bias` evaluated in float32 equals the gguf
+// formula element for element (only the sign of a zero can differ when
+// d == 0). MLX's own dequantize computes in the scales' dtype, so with
+// float16 scales it rounds each weight to float16; the own kernels
+// (src/kernels) compute in float32.
 #include <mlx/array.h>
 
 #include <cstdint>
@@ -22,8 +25,8 @@ struct TensorInfo;
 
 struct AffineTensor {
   mlx::core::array weight;  // uint32 [rows, cols * bits / 32], little-endian bit stream
-  mlx::core::array scales;  // float32 [rows, cols / group_size]
-  mlx::core::array biases;  // float32 [rows, cols / group_size]
+  mlx::core::array scales;  // float16 or float32 [rows, cols / group_size]
+  mlx::core::array biases;  // same dtype as scales
   int bits;
   int group_size;
 };
