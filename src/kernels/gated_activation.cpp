@@ -95,7 +95,7 @@ mx::array gated_activation_fast(const mx::array& gate, const mx::array& up,
   if (stream.device != mx::Device::cpu) return fallback({gate, up})[0];
   return mx::array(gate.shape(), mx::promote_types(gate.dtype(), up.dtype()),
                    std::make_shared<GatedActivationFast>(stream, fallback, activation),
-                   {row_contiguous(gate, s), row_contiguous(up, s)});
+                   {gate, up});
 }
 
 }  // namespace mlx_cpp::kernels

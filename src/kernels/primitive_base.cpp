@@ -3,12 +3,51 @@
 #include <mlx/ops.h>
 #include <mlx/transforms.h>
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 namespace mlx_cpp::kernels {
 
 namespace mx = mlx::core;
+
+namespace {
+
+// Copies the elements of `src` (any strides, in elements) under `dim` into
+// `dst`, row-major; rows whose last stride is 1 move with memcpy.
+void copy_strided(const mx::array& src, const char* from, char*& to, int dim) {
+  const auto item = static_cast<std::int64_t>(src.itemsize());
+  const int last = static_cast<int>(src.ndim()) - 1;
+  const std::int64_t extent = src.shape(dim);
+  const std::int64_t stride = static_cast<std::int64_t>(src.strides()[dim]) * item;
+  if (dim == last && stride == item) {
+    std::memcpy(to, from, extent * item);
+    to += extent * item;
+    return;
+  }
+  for (int i = 0; i < extent; ++i, from += stride) {
+    if (dim == last) {
+      std::memcpy(to, from, item);
+      to += item;
+    } else {
+      copy_strided(src, from, to, dim + 1);
+    }
+  }
+}
+
+mx::array row_contiguous_copy(const mx::array& src) {
+  mx::array copy(mx::allocator::malloc(src.nbytes()), src.shape(), src.dtype());
+  if (src.ndim() == 0 || src.size() == 0) {
+    std::memcpy(copy.data<char>(), src.data<char>(), src.nbytes());
+    return copy;
+  }
+  char* to = copy.data<char>();
+  copy_strided(src, src.data<char>(), to, 0);
+  return copy;
+}
+
+}  // namespace
 
 void FallbackPrimitive::eval_gpu(const Arrays&, Arrays&) {
   throw std::runtime_error(std::string("[") + name() + "] has no GPU kernel; use the fallback");
@@ -39,19 +78,26 @@ void FallbackPrimitive::dispatch(const Arrays& inputs, Arrays& outputs,
   Arrays output_views;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const auto& input = inputs[i];
-    if (i < row_contiguous_inputs && !input.flags().row_contiguous) {
-      throw std::logic_error(std::string("[") + name() + "] expects row-contiguous inputs");
-    }
     encoder.set_input_array(input);
     input_views.push_back(mx::array::unsafe_weak_copy(input));
   }
+  // Strided inputs are copied in the task, not by a Contiguous node in the
+  // graph: whether an input is row-contiguous is known only once it is
+  // evaluated, and most are, so a node per input would cost a graph step
+  // (several microseconds of scheduling) for nothing.
+  const std::size_t check = std::min(row_contiguous_inputs, inputs.size());
   for (auto& output : outputs) {
     output.set_data(mx::allocator::malloc(output.nbytes()));
     encoder.set_output_array(output);
     output_views.push_back(mx::array::unsafe_weak_copy(output));
   }
   encoder.dispatch([inputs = std::move(input_views), outputs = std::move(output_views),
-                    compute = std::move(compute)]() mutable { compute(inputs, outputs); });
+                    compute = std::move(compute), check]() mutable {
+    for (std::size_t i = 0; i < check; ++i) {
+      if (!inputs[i].flags().row_contiguous) inputs[i] = row_contiguous_copy(inputs[i]);
+    }
+    compute(inputs, outputs);
+  });
 }
 
 qmm::ScalarType scalar_type_of(mx::Dtype dtype) {

@@ -43,9 +43,9 @@ class FallbackPrimitive : public mlx::core::Primitive {
 
  protected:
   // Allocates `outputs` and enqueues compute(inputs, outputs) on this
-  // primitive's stream. The first `row_contiguous_inputs` inputs must be
-  // row-contiguous (the op function arranges it); later ones may have any
-  // strides, which compute() then reads.
+  // primitive's stream. compute() sees the first `row_contiguous_inputs`
+  // inputs row-contiguous (copied here when they are not); later ones with
+  // their own strides, which compute() then reads.
   void dispatch(const Arrays& inputs, Arrays& outputs,
                 std::function<void(const Arrays&, Arrays&)> compute,
                 std::size_t row_contiguous_inputs = SIZE_MAX);
@@ -53,12 +53,13 @@ class FallbackPrimitive : public mlx::core::Primitive {
   Fallback fallback_;
 };
 
-// The kernels' element type for an MLX float dtype (float32 for others).
-qmm::ScalarType scalar_type_of(mlx::core::Dtype dtype);
-
 // Evaluated row-contiguous arrays pass as they are; others get a Contiguous
 // node (which shares the buffer when the result is already row-contiguous).
 mlx::core::array row_contiguous(const mlx::core::array& a, mlx::core::StreamOrDevice s);
+
+// The kernels' element type for an MLX float dtype (float32 for others).
+qmm::ScalarType scalar_type_of(mlx::core::Dtype dtype);
+
 
 // Throws std::invalid_argument("[op] message").
 [[noreturn]] void reject(const char* op, const std::string& message);

@@ -202,8 +202,7 @@ mx::array quantized_matmul_fast(const mx::array& x, const mx::array& w, const mx
   auto dtype = mx::promote_types(x.dtype(), scales.dtype());
   return mx::array(std::move(out_shape), dtype,
                    std::make_shared<QuantizedMatmulFast>(stream, fallback, group_size, bits, precision),
-                   {row_contiguous(x, s), row_contiguous(w, s), row_contiguous(scales, s),
-                    row_contiguous(biases, s)});
+                   {x, w, scales, biases});
 }
 
 void set_kernel_threads(int count) {

@@ -98,7 +98,7 @@ mx::array rms_norm_fast(const mx::array& x, const std::optional<mx::array>& weig
   if (stream.device != mx::Device::cpu) return fallback({x, weight_in})[0];
   return mx::array(x.shape(), out_type,
                    std::make_shared<RmsNormFast>(stream, fallback, eps, weight.has_value()),
-                   {row_contiguous(x, s), row_contiguous(weight_in, s)});
+                   {x, weight_in});
 }
 
 }  // namespace mlx_cpp::kernels

@@ -158,9 +158,8 @@ mx::array rope_fast(const mx::array& x, int dims, bool traditional, std::optiona
     return std::vector<mx::array>{
         mx::fast::rope(in[0], dims, traditional, base, scale, in[1], f, s)};
   };
-  std::vector<mx::array> inputs{row_contiguous(x, s),
-                                row_contiguous(mx::astype(offset, mx::int32, s), s)};
-  if (freqs) inputs.push_back(row_contiguous(mx::astype(*freqs, mx::float32, s), s));
+  std::vector<mx::array> inputs{x, mx::astype(offset, mx::int32, s)};
+  if (freqs) inputs.push_back(mx::astype(*freqs, mx::float32, s));
   auto stream = mx::to_stream(s);
   if (stream.device != mx::Device::cpu) return fallback(inputs)[0];
   RopeParams params{dims, traditional, base.value_or(1.0f), scale, freqs.has_value()};
