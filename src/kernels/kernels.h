@@ -66,17 +66,22 @@ mlx::core::array rope_fast(const mlx::core::array& x, int dims, bool traditional
                            const std::optional<mlx::core::array>& freqs = std::nullopt,
                            mlx::core::StreamOrDevice s = {});
 
-// Attention of one query row per head over a KV cache, as
-// mlx::core::fast::scaled_dot_product_attention with L_q = 1:
-//   q [B, Hq, 1, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv], Hq % Hkv == 0
-//   (grouped-query heads share a KV head), mask broadcastable to
-//   [B, Hq, 1, S]: bool (false = masked) or additive.
+// Attention, as mlx::core::fast::scaled_dot_product_attention:
+//   q [B, Hq, L, D], k [B, Hkv, S, D], v [B, Hkv, S, Dv], Hq % Hkv == 0
+//   (grouped-query heads share a KV head).
+// `causal` is the stock op's mode "causal": the queries are the last L of
+// the S positions, row i sees keys j <= S - L + i (needs S >= L). Otherwise
+// an optional mask broadcastable to [B, Hq, L, S]: bool (false = masked,
+// scored as -FLT_MAX like the stock op) or additive; not both. As in the
+// stock op, a row that a bool mask hides entirely gets the mean of v, and
+// one whose additive mask is -inf everywhere gets NaN.
 // Scores, softmax and the weighted sum of v in float32; k and v may be
-// strided views (a cache's prefix), read in place. Returns [B, Hq, 1, Dv].
-mlx::core::array decode_attention_fast(const mlx::core::array& q, const mlx::core::array& k,
-                                       const mlx::core::array& v, float scale,
-                                       const std::optional<mlx::core::array>& mask = std::nullopt,
-                                       mlx::core::StreamOrDevice s = {});
+// strided views (a cache's prefix), read in place. Returns [B, Hq, L, Dv]
+// in promote_types(q, k, v).
+mlx::core::array attention_fast(const mlx::core::array& q, const mlx::core::array& k,
+                                const mlx::core::array& v, float scale, bool causal = false,
+                                const std::optional<mlx::core::array>& mask = std::nullopt,
+                                mlx::core::StreamOrDevice s = {});
 
 // Gated MLP activation: act(gate) * up with act = silu (x * sigmoid(x)) or
 // gelu_approx (tanh approximation, as mlx.nn.gelu_approx). gate and up

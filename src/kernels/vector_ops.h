@@ -1,7 +1,8 @@
 #pragma once
 // Row-level float operations the elementwise and attention kernels build
 // on, in one table per SIMD level (scalar, AVX2, AVX-512). Rows are float32
-// in memory; load/store convert from and to the tensors' dtypes.
+// in memory; load/store convert from and to the tensors' dtypes. One
+// block-level op, matmul_tile, serves attention's score and value products.
 #include <cstddef>
 
 #include "kernels/qmm_kernels.h"
@@ -27,6 +28,11 @@ struct VectorOps {
   void (*silu_mul)(const float* gate, const float* up, float* out, int count);
   // out = gelu_approx(gate) * up, gelu_approx(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))
   void (*gelu_approx_mul)(const float* gate, const float* up, float* out, int count);
+  // c = a @ b, or c += a @ b when `accumulate`: a [rows, depth], b [depth,
+  // cols], c [rows, cols], all row-major with the given leading dimensions
+  // (in floats). Register-blocked for small operands that sit in cache.
+  void (*matmul_tile)(const float* a, int lda, const float* b, int ldb, float* c, int ldc, int rows,
+                      int cols, int depth, bool accumulate);
 };
 
 // The table for the active SIMD level (see cpu_features.h).

@@ -1,6 +1,7 @@
 // Portable VectorOps: plain loops (the compiler may vectorize the
 // element-wise ones for the baseline ISA), and the table for the active
 // SIMD level.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -54,6 +55,15 @@ void gelu_approx_mul(const float* gate, const float* up, float* out, int count) 
   }
 }
 
+void matmul_tile(const float* a, int lda, const float* b, int ldb, float* c, int ldc, int rows,
+                 int cols, int depth, bool accumulate) {
+  for (int r = 0; r < rows; ++r) {
+    float* c_row = c + r * ldc;
+    if (!accumulate) std::fill(c_row, c_row + cols, 0.0f);
+    for (int k = 0; k < depth; ++k) axpy(a[r * lda + k], b + k * ldb, c_row, cols);
+  }
+}
+
 }  // namespace
 
 const VectorOps& scalar_vector_ops() {
@@ -67,7 +77,8 @@ const VectorOps& scalar_vector_ops() {
                              max,
                              exp_shifted_sum,
                              silu_mul,
-                             gelu_approx_mul};
+                             gelu_approx_mul,
+                             matmul_tile};
   return ops;
 }
 

@@ -27,10 +27,6 @@ mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
   keys = rope.apply(keys, offset);
   auto [all_keys, all_values] = cache.update_and_fetch(keys, values);
 
-  if (kernels == KernelMode::fast && length == 1 && mask.kind != AttentionMask::Kind::causal) {
-    auto output = kernels::decode_attention_fast(queries, all_keys, all_values, scale, mask.mask);
-    return o_proj(mx::reshape(mx::transpose(output, {0, 2, 1, 3}), {batch, length, -1}));
-  }
   std::string mode;
   std::optional<mx::array> mask_array;
   if (mask.kind == AttentionMask::Kind::causal) mode = "causal";
@@ -38,8 +34,11 @@ mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
     mode = "array";
     mask_array = mask.mask;
   }
-  auto output = mx::fast::scaled_dot_product_attention(queries, all_keys, all_values, scale, mode,
-                                                       mask_array);
+  auto output = kernels == KernelMode::fast
+                    ? kernels::attention_fast(queries, all_keys, all_values, scale,
+                                              mode == "causal", mask_array)
+                    : mx::fast::scaled_dot_product_attention(queries, all_keys, all_values, scale,
+                                                             mode, mask_array);
   output = mx::reshape(mx::transpose(output, {0, 2, 1, 3}), {batch, length, -1});
   return o_proj(output);
 }

@@ -21,7 +21,7 @@ struct Attention {
   RotaryEmbedding rope;
   int num_heads = 0, num_kv_heads = 0;
   float scale = 1.0f;
-  KernelMode kernels = KernelMode::stock;  // fast: own decode attention for one query
+  KernelMode kernels = KernelMode::stock;  // fast: own attention kernel (decode and prefill)
 
   // x: [B, L, hidden] → [B, L, hidden]
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
