@@ -1,6 +1,5 @@
 #include "model/sampler.h"
 
-#include <mlx/compile.h>
 #include <mlx/ops.h>
 #include <mlx/random.h>
 
@@ -79,35 +78,33 @@ Sampler::Sampler(const SamplerOptions& options)
   if (options_.temperature == 0) return;
   if (options_.top_p > 0 && options_.top_p < 1) {
     float top_p = options_.top_p;
-    filters_.push_back(
-        mx::compile(Graph([top_p](const std::vector<mx::array>& in) -> std::vector<mx::array> {
-          return {top_p_filter(in[0], top_p)};
-        })));
+    filters_.push_back(Graph([top_p](const std::vector<mx::array>& in) -> std::vector<mx::array> {
+      return {top_p_filter(in[0], top_p)};
+    }));
   }
   if (options_.min_p != 0) {
     float min_p = options_.min_p;
     int keep = options_.min_tokens_to_keep;
-    filters_.push_back(mx::compile(
+    filters_.push_back(
         Graph([min_p, keep](const std::vector<mx::array>& in) -> std::vector<mx::array> {
           return {min_p_filter(in[0], min_p, keep)};
-        })));
+        }));
   }
   if (options_.top_k > 0) {
     int top_k = options_.top_k;
-    filters_.push_back(
-        mx::compile(Graph([top_k](const std::vector<mx::array>& in) -> std::vector<mx::array> {
-          return {top_k_filter(in[0], top_k)};
-        })));
+    filters_.push_back(Graph([top_k](const std::vector<mx::array>& in) -> std::vector<mx::array> {
+      return {top_k_filter(in[0], top_k)};
+    }));
   }
-  // mlx-lm compiles the draw with the global random state as an input and
-  // output: the key is split inside, one half becomes the next state.
+  // mlx-lm draws with the global random state as an input and output: the
+  // key is split inside, one half becomes the next state.
   double inverse_temperature = 1.0 / options_.temperature;
-  categorical_ = mx::compile(
+  categorical_ =
       Graph([inverse_temperature](const std::vector<mx::array>& in) -> std::vector<mx::array> {
         auto [next_key, draw_key] = mx::random::split(in[1]);
         auto scaled = mx::multiply(in[0], scalar_like(inverse_temperature, in[0]));
         return {mx::random::categorical(scaled, -1, draw_key), next_key};
-      }));
+      });
 }
 
 mx::array Sampler::operator()(const mx::array& logprobs) {

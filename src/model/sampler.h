@@ -1,9 +1,13 @@
 #pragma once
 // Token sampling with mlx-lm's semantics and order: temperature 0 is argmax;
 // otherwise top_p → min_p → top_k filter the log-probabilities, then a
-// categorical draw at the temperature. Each filter is compiled as mlx-lm
-// compiles it, and the random key advances exactly as MLX's global key does
-// after mx.random.seed(seed), so a seed reproduces mlx-lm's tokens.
+// categorical draw at the temperature, and the random key advances exactly
+// as MLX's global key does after mx.random.seed(seed), so a seed reproduces
+// mlx-lm's tokens. mlx-lm wraps the filters and the draw in mx.compile; here
+// they run uncompiled (the same ops give the same numbers, which the parity
+// tests check): with MLX 0.32.4, per-sampler compiled closures corrupted the
+// heap, seen as aborts at process exit in about half the runs of a seeded
+// gemma3 parity test, and never without them.
 #include <mlx/array.h>
 
 #include <cstdint>
