@@ -12,6 +12,7 @@
 #include <mlx/utils.h>
 
 #include <optional>
+#include <vector>
 
 namespace mlx_cpp::kernels {
 
@@ -41,6 +42,18 @@ mlx::core::array quantized_matmul_fast(const mlx::core::array& x, const mlx::cor
                                        const mlx::core::array& biases, int group_size, int bits,
                                        ActivationPrecision precision = ActivationPrecision::float32,
                                        mlx::core::StreamOrDevice s = {});
+
+// Several quantized projections of one x (attention's q, k and v; an MLP's
+// gate and up), each as quantized_matmul_fast: one graph node, x prepared
+// once, and the columns of all the weights spread over the threads as one
+// job. All share group_size and bits; results in the order given.
+struct QuantizedWeights {
+  mlx::core::array w, scales, biases;
+};
+std::vector<mlx::core::array> quantized_matmuls_fast(
+    const mlx::core::array& x, const std::vector<QuantizedWeights>& weights, int group_size,
+    int bits, ActivationPrecision precision = ActivationPrecision::float32,
+    mlx::core::StreamOrDevice s = {});
 
 // x * rsqrt(mean(x^2, -1) + eps) * weight, as mlx::core::fast::rms_norm:
 // statistics in float32; the normalized x is rounded to the output dtype

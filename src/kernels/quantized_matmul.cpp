@@ -60,67 +60,87 @@ void prepare_x(const mx::array& x, int M, int K, int group_size, int interleave,
   }
 }
 
-void run_quantized_matmul(const mx::array& x, const mx::array& w, const mx::array& scales,
-                          const mx::array& biases, mx::array& out, int group_size, int bits,
-                          ActivationPrecision precision) {
-  const int K = x.shape(-1);
-  const int M = static_cast<int>(x.size() / K);
-  const int N = w.shape(0);
-  const qmm::IsaKernels& isa = kernels_for(active_isa());
-  const bool decode = M <= kGemvMaxRows;
-  const bool int8 = decode && precision == ActivationPrecision::int8 && isa.gemv_int8;
-  const int interleave = bits == 4 && !int8 ? isa.interleave : 1;
-  std::vector<float> x_float(static_cast<std::size_t>(M) * K);
-  std::vector<float> group_sums(static_cast<std::size_t>(M) * (K / group_size));
-  prepare_x(x, M, K, group_size, interleave, x_float.data(), group_sums.data());
+// x as every kernel of one call reads it: float32 (in the float kernels' k
+// order), the group sums for the bias term and, for int8 decode, the
+// quantized rows.
+struct PreparedX {
+  std::vector<float> x_float, group_sums;
   std::vector<std::int8_t> xq;
   std::vector<float> xq_scales;
-  const int k_padded = int8 ? qmm::int8_padded_k(isa, K) : 0;
-  if (int8) {
-    xq.resize(static_cast<std::size_t>(M) * k_padded);
-    xq_scales.resize(static_cast<std::size_t>(M) * (k_padded / 32 + 4));
-    qmm::quantize_activations(isa, x_float.data(), M, K, bits, xq.data(), xq_scales.data());
-  }
+  int M = 0, K = 0, k_padded = 0;
+  bool decode = false, int8 = false;
+};
 
-  qmm::Problem problem{x_float.data(),
-                       group_sums.data(),
-                       w.data<std::uint8_t>(),
-                       scales.data<void>(),
-                       biases.data<void>(),
-                       scalar_type_of(scales.dtype()),
-                       out.data<void>(),
-                       scalar_type_of(out.dtype()),
-                       M,
-                       N,
-                       K,
-                       group_size,
-                       bits,
-                       xq.data(),
-                       xq_scales.data(),
-                       k_padded};
-  auto kernel = int8 ? isa.gemv_int8 : decode ? isa.gemv : isa.gemm;
+PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size, int bits,
+                  ActivationPrecision precision) {
+  PreparedX p;
+  p.K = x.shape(-1);
+  p.M = static_cast<int>(x.size() / p.K);
+  p.decode = p.M <= kGemvMaxRows;
+  p.int8 = p.decode && precision == ActivationPrecision::int8 && isa.gemv_int8;
+  const int interleave = bits == 4 && !p.int8 ? isa.interleave : 1;
+  p.x_float.resize(static_cast<std::size_t>(p.M) * p.K);
+  p.group_sums.resize(static_cast<std::size_t>(p.M) * (p.K / group_size));
+  prepare_x(x, p.M, p.K, group_size, interleave, p.x_float.data(), p.group_sums.data());
+  if (p.int8) {
+    p.k_padded = qmm::int8_padded_k(isa, p.K);
+    p.xq.resize(static_cast<std::size_t>(p.M) * p.k_padded);
+    p.xq_scales.resize(static_cast<std::size_t>(p.M) * (p.k_padded / 32 + 4));
+    qmm::quantize_activations(isa, p.x_float.data(), p.M, p.K, bits, p.xq.data(),
+                              p.xq_scales.data());
+  }
+  return p;
+}
+
+// One range of output columns of one weight set.
+struct ColumnTask {
+  const qmm::Problem* problem;
+  Range columns;
+};
+
+// in = {x, then w, scales, biases per weight set}; out[i] = x @ dequant(w_i)^T.
+void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::array>& out,
+                           int group_size, int bits, ActivationPrecision precision) {
+  const qmm::IsaKernels& isa = kernels_for(active_isa());
+  const PreparedX x = prepare(in[0], isa, group_size, bits, precision);
+  std::vector<qmm::Problem> problems;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto &w = in[1 + 3 * i], &scales = in[2 + 3 * i], &biases = in[3 + 3 * i];
+    problems.push_back({x.x_float.data(), x.group_sums.data(), w.data<std::uint8_t>(),
+                        scales.data<void>(), biases.data<void>(), scalar_type_of(scales.dtype()),
+                        out[i].data<void>(), scalar_type_of(out[i].dtype()), x.M, w.shape(0), x.K,
+                        group_size, bits, x.xq.data(), x.xq_scales.data(), x.k_padded});
+  }
+  auto kernel = x.int8 ? isa.gemv_int8 : x.decode ? isa.gemv : isa.gemm;
   // Decode splits N into a few ranges per thread (claimed dynamically, so a
   // busy core does less), but not below kMinDecodeTaskBytes of weights per
   // range: waking a worker costs about as much as streaming that much.
-  // Prefill hands out whole weight panels.
+  // Prefill hands out whole weight panels. The ranges of all weight sets
+  // form one job.
   auto& pool = ThreadPool::shared();
-  const int align = decode ? 8 : isa.column_block;
-  const int units = (N + align - 1) / align;
-  int tasks = std::min(units, pool.thread_count() * (decode ? 4 : 8));
-  if (decode) {
-    const double weight_bytes = static_cast<double>(N) * K * bits / 8 * M;
-    tasks = std::clamp(static_cast<int>(weight_bytes / kMinDecodeTaskBytes), 1, tasks);
+  const int align = x.decode ? 8 : isa.column_block;
+  std::vector<ColumnTask> tasks;
+  for (const auto& problem : problems) {
+    const int units = (problem.N + align - 1) / align;
+    int count = std::min(units, pool.thread_count() * (x.decode ? 4 : 8));
+    if (x.decode) {
+      const double weight_bytes = static_cast<double>(problem.N) * x.K * bits / 8;
+      count = std::clamp(static_cast<int>(weight_bytes / kMinDecodeTaskBytes), 1, count);
+    }
+    for (int t = 0; t < count; ++t) {
+      Range range = split_range(problem.N, count, t, align);
+      if (range.begin < range.end) tasks.push_back({&problem, range});
+    }
   }
-  pool.parallel_for(tasks, [&](int task) {
-    Range range = split_range(N, tasks, task, align);
-    if (range.begin < range.end) kernel(problem, range.begin, range.end);
+  pool.parallel_for(static_cast<int>(tasks.size()), [&](int t) {
+    kernel(*tasks[t].problem, tasks[t].columns.begin, tasks[t].columns.end);
   });
 }
 
-class QuantizedMatmulFast : public FallbackPrimitive {
+class QuantizedMatmulsFast : public FallbackPrimitive {
  public:
-  QuantizedMatmulFast(mx::Stream stream, Fallback fallback, int group_size, int bits,
-                      ActivationPrecision precision)
+  QuantizedMatmulsFast(mx::Stream stream, Fallback fallback, int group_size, int bits,
+                       ActivationPrecision precision)
       : FallbackPrimitive(stream, std::move(fallback)),
         group_size_(group_size),
         bits_(bits),
@@ -130,18 +150,21 @@ class QuantizedMatmulFast : public FallbackPrimitive {
     dispatch(inputs, outputs,
              [group_size = group_size_, bits = bits_, precision = precision_](const Arrays& in,
                                                                               Arrays& out) {
-               run_quantized_matmul(in[0], in[1], in[2], in[3], out[0], group_size, bits,
-                                    precision);
+               run_quantized_matmuls(in, out, group_size, bits, precision);
              });
   }
   const char* name() const override { return "QuantizedMatmulFast"; }
   std::vector<mx::Shape> output_shapes(const Arrays& inputs) override {
-    auto shape = inputs[0].shape();
-    shape.back() = inputs[1].shape(0);
-    return {shape};
+    std::vector<mx::Shape> shapes;
+    for (std::size_t i = 1; i < inputs.size(); i += 3) {
+      auto shape = inputs[0].shape();
+      shape.back() = inputs[i].shape(0);
+      shapes.push_back(std::move(shape));
+    }
+    return shapes;
   }
   bool is_equivalent(const mx::Primitive& other) const override {
-    auto& o = static_cast<const QuantizedMatmulFast&>(other);
+    auto& o = static_cast<const QuantizedMatmulsFast&>(other);
     return group_size_ == o.group_size_ && bits_ == o.bits_ && precision_ == o.precision_;
   }
 
@@ -187,22 +210,43 @@ void validate(const mx::array& x, const mx::array& w, const mx::array& scales,
 
 }  // namespace
 
+std::vector<mx::array> quantized_matmuls_fast(const mx::array& x,
+                                              const std::vector<QuantizedWeights>& weights,
+                                              int group_size, int bits,
+                                              ActivationPrecision precision,
+                                              mx::StreamOrDevice s) {
+  if (weights.empty()) reject("no weights given");
+  std::vector<mx::array> inputs{x};
+  std::vector<mx::Shape> shapes;
+  std::vector<mx::Dtype> dtypes;
+  for (const auto& q : weights) {
+    validate(x, q.w, q.scales, q.biases, group_size, bits);
+    inputs.insert(inputs.end(), {q.w, q.scales, q.biases});
+    auto shape = x.shape();
+    shape.back() = q.w.shape(0);
+    shapes.push_back(std::move(shape));
+    dtypes.push_back(mx::promote_types(x.dtype(), q.scales.dtype()));
+  }
+  auto fallback = [group_size, bits, s](const std::vector<mx::array>& in) {
+    std::vector<mx::array> outputs;
+    for (std::size_t i = 1; i < in.size(); i += 3) {
+      outputs.push_back(mx::quantized_matmul(in[0], in[i], in[i + 1], in[i + 2], true, group_size,
+                                             bits, "affine", s));
+    }
+    return outputs;
+  };
+  auto stream = mx::to_stream(s);
+  if (stream.device != mx::Device::cpu) return fallback(inputs);
+  return mx::array::make_arrays(
+      std::move(shapes), dtypes,
+      std::make_shared<QuantizedMatmulsFast>(stream, fallback, group_size, bits, precision),
+      inputs);
+}
+
 mx::array quantized_matmul_fast(const mx::array& x, const mx::array& w, const mx::array& scales,
                                 const mx::array& biases, int group_size, int bits,
                                 ActivationPrecision precision, mx::StreamOrDevice s) {
-  validate(x, w, scales, biases, group_size, bits);
-  auto fallback = [group_size, bits, s](const std::vector<mx::array>& in) {
-    return std::vector<mx::array>{
-        mx::quantized_matmul(in[0], in[1], in[2], in[3], true, group_size, bits, "affine", s)};
-  };
-  auto stream = mx::to_stream(s);
-  if (stream.device != mx::Device::cpu) return fallback({x, w, scales, biases})[0];
-  auto out_shape = x.shape();
-  out_shape.back() = w.shape(0);
-  auto dtype = mx::promote_types(x.dtype(), scales.dtype());
-  return mx::array(std::move(out_shape), dtype,
-                   std::make_shared<QuantizedMatmulFast>(stream, fallback, group_size, bits, precision),
-                   {x, w, scales, biases});
+  return quantized_matmuls_fast(x, {{w, scales, biases}}, group_size, bits, precision, s)[0];
 }
 
 void set_kernel_threads(int count) {

@@ -18,9 +18,10 @@ mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
     if (norm) shaped = (*norm)(shaped);
     return mx::transpose(shaped, {0, 2, 1, 3});  // [B, H, L, D]
   };
-  auto queries = split_heads(q_proj(x), num_heads, q_norm);
-  auto keys = split_heads(k_proj(x), num_kv_heads, k_norm);
-  auto values = split_heads(v_proj(x), num_kv_heads, std::nullopt);
+  auto qkv = Linear::apply_all(x, {&q_proj, &k_proj, &v_proj});
+  auto queries = split_heads(qkv[0], num_heads, q_norm);
+  auto keys = split_heads(qkv[1], num_kv_heads, k_norm);
+  auto values = split_heads(qkv[2], num_kv_heads, std::nullopt);
 
   const int offset = cache.offset();
   queries = rope.apply(queries, offset);
@@ -44,8 +45,8 @@ mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
 }
 
 mx::array GatedMlp::operator()(const mx::array& x) const {
-  auto gate = gate_proj(x);
-  auto up = up_proj(x);
+  auto gate_up = Linear::apply_all(x, {&gate_proj, &up_proj});
+  const auto &gate = gate_up[0], &up = gate_up[1];
   if (kernels == KernelMode::fast) {
     auto kind = activation == GatedActivation::gelu_approx ? kernels::GatedActivation::gelu_approx
                                                            : kernels::GatedActivation::silu;

@@ -3,6 +3,8 @@
 #include <mlx/fast.h>
 #include <mlx/ops.h>
 
+#include <algorithm>
+
 #include "kernels/kernels.h"
 #include "model/weight_store.h"
 
@@ -55,6 +57,34 @@ mx::array Linear::operator()(const mx::array& x) const {
   // mlx.nn.Linear: addmm(bias, x, W.T) with a bias, x @ W.T without.
   if (bias_) return mx::addmm(*bias_, x, mx::transpose(*dense_));
   return mx::matmul(x, mx::transpose(*dense_));
+}
+
+std::vector<mx::array> Linear::apply_all(const mx::array& x,
+                                         const std::vector<const Linear*>& layers) {
+  auto same_fast_format = [&](const Linear* layer) {
+    const auto& first = *layers.front();
+    return layer->kernels_ == KernelMode::fast && layer->quantized_ && first.quantized_ &&
+           (layer->quantized_->params.bits == 4 || layer->quantized_->params.bits == 8) &&
+           layer->quantized_->params.bits == first.quantized_->params.bits &&
+           layer->quantized_->params.group_size == first.quantized_->params.group_size;
+  };
+  std::vector<mx::array> outputs;
+  if (layers.size() < 2 || !std::all_of(layers.begin(), layers.end(), same_fast_format)) {
+    for (const auto* layer : layers) outputs.push_back((*layer)(x));
+    return outputs;
+  }
+  std::vector<kernels::QuantizedWeights> weights;
+  for (const auto* layer : layers) {
+    const auto& q = *layer->quantized_;
+    weights.push_back({q.packed, q.scales, q.biases});
+  }
+  const auto& params = layers.front()->quantized_->params;
+  outputs = kernels::quantized_matmuls_fast(x, weights, params.group_size, params.bits,
+                                            kernels::ActivationPrecision::int8);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i]->bias_) outputs[i] = mx::add(outputs[i], *layers[i]->bias_);
+  }
+  return outputs;
 }
 
 Embedding Embedding::load(WeightStore& weights, const QuantizationConfig& quantization,

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/quantization.h"
 #include "model/transformer_spec.h"
@@ -33,6 +34,12 @@ class Linear {
   // x: [..., in_dims] → [..., out_dims]
   mlx::core::array operator()(const mlx::core::array& x) const;
   bool quantized() const { return quantized_.has_value(); }
+
+  // Several projections of one x, as each layer(x): with fast kernels and
+  // quantized weights of one format, a single kernel call for all of them
+  // (one graph node, x prepared once); otherwise one call each.
+  static std::vector<mlx::core::array> apply_all(const mlx::core::array& x,
+                                                 const std::vector<const Linear*>& layers);
 
  private:
   std::optional<mlx::core::array> dense_;  // [out, in]

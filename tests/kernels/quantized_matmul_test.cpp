@@ -194,6 +194,33 @@ TEST(QuantizedMatmulFast, Int8ActivationsStayWithinTheirRoundingBound) {
   }
 }
 
+TEST(QuantizedMatmulFast, SeveralWeightsGiveEachProjectionExactly) {
+  const int K = 576;
+  std::vector<kernels::QuantizedWeights> weights;
+  int seed = 500;
+  for (int N : {576, 192, 200}) {
+    auto q = make_weights(N, K, 32, 4, mx::bfloat16, ++seed);
+    weights.push_back({q.w, q.scales, q.biases});
+  }
+  for (auto precision : {ActivationPrecision::float32, ActivationPrecision::int8}) {
+    for (int M : {1, 3, 9}) {
+      auto x = random_normal({1, M, K}, mx::float32, 1.0f, M);
+      auto together = quantized_matmuls_fast(x, weights, 32, 4, precision);
+      ASSERT_EQ(together.size(), weights.size());
+      for (std::size_t i = 0; i < weights.size(); ++i) {
+        auto alone = quantized_matmul_fast(x, weights[i].w, weights[i].scales, weights[i].biases,
+                                           32, 4, precision);
+        EXPECT_EQ(together[i].shape(), alone.shape());
+        // Columns are never split along k, so the grouping changes nothing.
+        EXPECT_EQ(measure_error(together[i], alone).max_abs, 0.0) << "M=" << M << " i=" << i;
+      }
+    }
+  }
+  auto x = random_normal({1, 640}, mx::float32, 1.0f, 1);
+  EXPECT_THROW(quantized_matmuls_fast(x, weights, 32, 4), std::invalid_argument);
+  EXPECT_THROW(quantized_matmuls_fast(x, {}, 32, 4), std::invalid_argument);
+}
+
 TEST(QuantizedMatmulFast, RejectsBadInputsNamingTheOp) {
   auto q = make_weights(16, 128, 32, 4, mx::float32, 13);
   auto x = random_normal({1, 128}, mx::float32, 1.0f, 14);
