@@ -8,9 +8,9 @@
 namespace mlx_cpp {
 
 // Bumped when `convert` writes different files for the same GGUF (2: the
-// legacy quant types keep float16 scales); `pull` converts again a model
-// recorded with an older format (or none).
-constexpr int kConverterFormat = 2;
+// legacy quant types keep float16 scales; 3: Q6_K requantized to 8 bits);
+// `pull` converts again a model recorded with an older format (or none).
+constexpr int kConverterFormat = 3;
 
 std::filesystem::path registry_path();
 nlohmann::json read_registry();

@@ -12,6 +12,7 @@
 #include <mlx/utils.h>
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace mlx_cpp::kernels {
@@ -62,6 +63,14 @@ std::vector<mlx::core::array> quantized_matmuls_fast(
 mlx::core::array rms_norm_fast(const mlx::core::array& x,
                                const std::optional<mlx::core::array>& weight, float eps,
                                mlx::core::StreamOrDevice s = {});
+
+// The residual add before a norm in one pass: returns {x + residual,
+// rms_norm_fast(x + residual, weight, eps)}, the sum in
+// promote_types(x, residual) and rounded to it before it is normalized, as
+// the two stock ops give. One graph node instead of two.
+std::pair<mlx::core::array, mlx::core::array> add_rms_norm_fast(
+    const mlx::core::array& x, const mlx::core::array& residual,
+    const std::optional<mlx::core::array>& weight, float eps, mlx::core::StreamOrDevice s = {});
 
 // Rotary position embedding, as mlx::core::fast::rope (forward): x is
 // [B, ..., T, D] (at least 3-D); the first `dims` features rotate, pairs

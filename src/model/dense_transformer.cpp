@@ -74,8 +74,8 @@ mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& 
     auto mlp_out = mlp((*pre_feedforward_norm)(h));
     return clip_residual(h, (*post_feedforward_norm)(mlp_out));
   }
-  auto h = mx::add(x, attended);
-  return mx::add(h, mlp(post_attention_norm(h)));
+  auto [h, normed] = post_attention_norm.add_then_apply(x, attended);
+  return mx::add(h, mlp(normed));
 }
 
 DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,

@@ -126,4 +126,11 @@ mx::array RmsNorm::operator()(const mx::array& x) const {
   return mx::fast::rms_norm(x, weight_, eps_);
 }
 
+std::pair<mx::array, mx::array> RmsNorm::add_then_apply(const mx::array& x,
+                                                        const mx::array& residual) const {
+  if (kernels_ == KernelMode::fast) return kernels::add_rms_norm_fast(x, residual, weight_, eps_);
+  auto sum = mx::add(x, residual);
+  return {sum, (*this)(sum)};
+}
+
 }  // namespace mlx_cpp

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/quantization.h"
@@ -70,6 +71,9 @@ class RmsNorm {
   static RmsNorm load(WeightStore& weights, const std::string& path, int dims, float eps,
                       NormStyle style, KernelMode kernels = KernelMode::stock);
   mlx::core::array operator()(const mlx::core::array& x) const;
+  // {x + residual, norm(x + residual)}: one kernel call on the fast path.
+  std::pair<mlx::core::array, mlx::core::array> add_then_apply(
+      const mlx::core::array& x, const mlx::core::array& residual) const;
 
  private:
   mlx::core::array weight_ = mlx::core::array(0.0f);  // effective weight (1 + w for gemma)

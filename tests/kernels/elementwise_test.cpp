@@ -45,6 +45,33 @@ TEST(RmsNormFast, MatchesStock) {
   });
 }
 
+// The fused residual add gives exactly the two separate ops: MLX's add
+// (rounded to the sum's dtype), then rms_norm_fast of that sum.
+TEST(RmsNormFast, AddThenNormEqualsTheTwoOps) {
+  const mx::Shape shapes[] = {{1, 1, 576}, {4, 1536}, {2, 9, 100}};
+  for_each_isa([&](Isa) {
+    int seed = 40;
+    for (const auto& shape : shapes) {
+      for (auto dtype : kDtypes) {
+        auto x = random_normal(shape, dtype, 3.0f, ++seed);
+        auto residual = random_normal(shape, mx::float32, 1.0f, ++seed);
+        auto weight = random_normal({shape.back()}, mx::float32, 1.0f, ++seed);
+        auto [sum, normed] = add_rms_norm_fast(x, residual, weight, 1e-5f);
+        auto expected_sum = mx::add(x, residual);
+        auto expected = rms_norm_fast(expected_sum, weight, 1e-5f);
+        ASSERT_EQ(sum.dtype(), expected_sum.dtype());
+        ASSERT_EQ(normed.dtype(), expected.dtype());
+        EXPECT_EQ(measure_error(sum, expected_sum).max_abs, 0.0) << shape << " " << dtype;
+        EXPECT_EQ(measure_error(normed, expected).max_abs, 0.0) << shape << " " << dtype;
+      }
+    }
+  });
+  auto x = random_normal({2, 64}, mx::float32, 1.0f, 1);
+  EXPECT_THROW(add_rms_norm_fast(x, random_normal({2, 32}, mx::float32, 1.0f, 2), std::nullopt,
+                                 1e-5f),
+               std::invalid_argument);
+}
+
 TEST(RmsNormFast, RejectsAWeightOfTheWrongSize) {
   auto x = random_normal({2, 576}, mx::float32, 1.0f, 1);
   auto w = random_normal({512}, mx::float32, 1.0f, 2);

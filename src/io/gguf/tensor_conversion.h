@@ -39,8 +39,11 @@ struct TensorContext {
 ConvertedTensor convert_tensor(const TensorContext& context, const TensorInfo& tensor,
                                const std::string& hf_name, const QuantizationChoice& choice);
 
-// Requantization bits when --bits is not given: 4, except Q6_K -> 6 and
-// Q8_K -> 8, so the sensitive tensors llama.cpp kept at 6+ bits stay there.
+// Requantization bits when --bits is not given: 4, except Q6_K and Q8_K ->
+// 8, so the sensitive tensors llama.cpp kept at 6+ bits stay there. Q6_K
+// goes to 8 bits, not 6: the own CPU kernels cover 4 and 8 bits (a 6-bit
+// matrix runs MLX's scalar single-threaded quantized matmul: Qwen2.5-1.5B's
+// 6-bit output matrix made decode ~5x slower), and 8 bits round less.
 int default_requantization_bits(std::uint32_t type_id);
 
 // Row order that undoes llama.cpp's permute(w, n_head): GGUF row
