@@ -106,11 +106,6 @@ qmm::ScalarType scalar_type_of(mx::Dtype dtype) {
   return qmm::ScalarType::float32;
 }
 
-mx::array row_contiguous(const mx::array& a, mx::StreamOrDevice s) {
-  if (a.is_available() && a.flags().row_contiguous) return a;
-  return mx::contiguous(a, false, s);
-}
-
 void reject(const char* op, const std::string& message) {
   throw std::invalid_argument(std::string("[") + op + "] " + message);
 }

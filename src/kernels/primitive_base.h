@@ -53,10 +53,6 @@ class FallbackPrimitive : public mlx::core::Primitive {
   Fallback fallback_;
 };
 
-// Evaluated row-contiguous arrays pass as they are; others get a Contiguous
-// node (which shares the buffer when the result is already row-contiguous).
-mlx::core::array row_contiguous(const mlx::core::array& a, mlx::core::StreamOrDevice s);
-
 // The kernels' element type for an MLX float dtype (float32 for others).
 qmm::ScalarType scalar_type_of(mlx::core::Dtype dtype);
 
