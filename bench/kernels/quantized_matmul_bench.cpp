@@ -37,9 +37,11 @@ const Shape kShapes[] = {
 
 void register_shape(const Shape& shape, int M, mx::Dtype dtype,
                     ActivationPrecision precision = ActivationPrecision::float32) {
-  const bool int8 = precision == ActivationPrecision::int8;
-  std::string name = std::string("qmm/") + (dtype == mx::float32 ? "f32/" : "") +
-                     (int8 ? "int8/" : "") + shape.model +
+  const char* activations = precision == ActivationPrecision::int8       ? "int8/"
+                            : precision == ActivationPrecision::bfloat16 ? "bf16act/"
+                                                                         : "";
+  std::string name = std::string("qmm/") + (dtype == mx::float32 ? "f32/" : "") + activations +
+                     shape.model +
                      "/" + shape.layer + "/N" + std::to_string(shape.N) + "_K" +
                      std::to_string(shape.K) + "/q" + std::to_string(shape.bits) + "g" +
                      std::to_string(shape.group_size) + "/M" + std::to_string(M);
@@ -61,8 +63,10 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
   for (int M : {1, 512}) {
     for (const auto& shape : kShapes) register_shape(shape, M, mx::bfloat16);
   }
-  // Decode with 8-bit activations (integer dot products), as the model's
-  // fast path runs it.
+  // Decode with activations rounded to bfloat16 (bfloat16 dot products for
+  // 4-bit weights), as the model's fast path runs it, and with 8-bit
+  // activations (integer dot products), which it does not use.
+  for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::bfloat16);
   for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int8);
   // float32 activations and scales take MLX's vectorized (8-wide, float
   // accumulating) CPU path instead of the scalar bfloat16 one.

@@ -37,7 +37,14 @@ namespace mlx_cpp::kernels {
 // at most 0.4% of each block's largest |x| per element, bounded per output
 // in tests/kernels (quantized_matmul_test.cpp). The model does not use it:
 // on real activations with outlier channels it derailed generation.
-enum class ActivationPrecision { float32, int8 };
+//
+// ActivationPrecision::bfloat16 rounds x of decode-shaped calls to bfloat16
+// (round to nearest even) before the dot products, which accumulate in
+// float32; 4-bit weights then take bfloat16 dot products where the CPU has
+// them (AVX-512 BF16), and every other case runs the float32 kernels on the
+// rounded x. Error: that of rounding x, 2^-9 relative per element, with no
+// outlier effect (each element keeps its own exponent).
+enum class ActivationPrecision { float32, int8, bfloat16 };
 mlx::core::array quantized_matmul_fast(const mlx::core::array& x, const mlx::core::array& w,
                                        const mlx::core::array& scales,
                                        const mlx::core::array& biases, int group_size, int bits,

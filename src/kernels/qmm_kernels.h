@@ -31,6 +31,10 @@ struct Problem {
   const std::int8_t* xq = nullptr;
   const float* xq_scales = nullptr;
   int k_padded = 0;
+  // Only for gemv_bf16_q4: x rounded to bfloat16, rows k_padded (K rounded
+  // up to 64, zero-filled) apart, each 64 k as the 32 even k then the 32 odd
+  // k; x_group_sums are then sums of the rounded x.
+  const std::uint16_t* x_bf16 = nullptr;
 };
 
 struct IsaKernels {
@@ -57,6 +61,10 @@ struct IsaKernels {
   int int8_interleave = 1;
   // k_padded is a multiple of this.
   int int8_k_align = 32;
+  // Decode with 4-bit weights and bfloat16 activations (reads x_bf16, with
+  // k_padded a multiple of 64); null where the CPU has no bfloat16 dot
+  // product instruction, and the float gemv then runs on the rounded x.
+  void (*gemv_bf16_q4)(const Problem& p, int n_begin, int n_end) = nullptr;
 };
 
 // Quantizes x rows [M, K] (natural k order, float32) into the int8 layout
@@ -74,6 +82,9 @@ const IsaKernels& avx512_kernels();
 // The AVX-512 VNNI gemv_int8 (int8_interleave 64, int8_k_align 128); the
 // AVX-512 table offers it where the CPU has VNNI.
 void avx512_vnni_gemv_int8(const Problem& p, int n_begin, int n_end);
+// The AVX-512 BF16 gemv_bf16_q4; the AVX-512 table offers it where the CPU
+// has AVX512_BF16.
+void avx512_bf16_gemv_q4(const Problem& p, int n_begin, int n_end);
 #endif
 
 // Helpers the kernels share, compiled for the baseline ISA.

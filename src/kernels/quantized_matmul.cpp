@@ -3,6 +3,7 @@
 #include <mlx/ops.h>
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -37,14 +38,18 @@ const qmm::IsaKernels& kernels_for(Isa isa) {
 }
 
 // x[M, K] -> float32 in the kernel's k order (pairs of k split into even
-// and odd lanes within each chunk of 2 * interleave), plus per-group sums.
-void prepare_x(const mx::array& x, int M, int K, int group_size, int interleave, float* x_float,
-               float* group_sums) {
+// and odd lanes within each chunk of 2 * interleave), plus per-group sums;
+// with round_to_bfloat16, of x rounded to bfloat16.
+void prepare_x(const mx::array& x, int M, int K, int group_size, int interleave,
+               bool round_to_bfloat16, float* x_float, float* group_sums) {
   std::vector<float> row(K);
   const int groups = K / group_size;
   for (int m = 0; m < M; ++m) {
     qmm::load_as_float(x.data<void>(), scalar_type_of(x.dtype()), static_cast<std::size_t>(m) * K,
                        K, row.data());
+    if (round_to_bfloat16) {
+      for (float& value : row) value = static_cast<float>(static_cast<mx::bfloat16_t>(value));
+    }
     float* dst = x_float + static_cast<std::size_t>(m) * K;
     for (int chunk = 0; chunk < K; chunk += 2 * interleave) {
       for (int i = 0; i < interleave; ++i) {
@@ -60,15 +65,38 @@ void prepare_x(const mx::array& x, int M, int K, int group_size, int interleave,
   }
 }
 
+// The bfloat16 bits of float values that are already bfloat16.
+std::uint16_t bfloat16_bits(float value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+// Rows of x (natural k order, already rounded to bfloat16) in the layout of
+// Problem::x_bf16.
+void pack_bfloat16_rows(const std::vector<float>& x_natural, int M, int K, int k_padded,
+                        std::uint16_t* dst) {
+  for (int m = 0; m < M; ++m) {
+    const float* row = x_natural.data() + static_cast<std::size_t>(m) * K;
+    std::uint16_t* out = dst + static_cast<std::size_t>(m) * k_padded;
+    std::fill(out, out + k_padded, std::uint16_t{0});
+    for (int k = 0; k < K; ++k) {
+      const int chunk = k / 64 * 64, i = k % 64;
+      out[chunk + (i % 2) * 32 + i / 2] = bfloat16_bits(row[k]);
+    }
+  }
+}
+
 // x as every kernel of one call reads it: float32 (in the float kernels' k
-// order), the group sums for the bias term and, for int8 decode, the
-// quantized rows.
+// order), the group sums for the bias term and, for int8 or bfloat16
+// decode, the quantized or rounded rows.
 struct PreparedX {
   std::vector<float> x_float, group_sums;
   std::vector<std::int8_t> xq;
   std::vector<float> xq_scales;
+  std::vector<std::uint16_t> x_bf16;
   int M = 0, K = 0, k_padded = 0;
-  bool decode = false, int8 = false;
+  bool decode = false, int8 = false, bf16 = false;
 };
 
 PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size, int bits,
@@ -78,10 +106,18 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   p.M = static_cast<int>(x.size() / p.K);
   p.decode = p.M <= kGemvMaxRows;
   p.int8 = p.decode && precision == ActivationPrecision::int8 && isa.gemv_int8;
-  const int interleave = bits == 4 && !p.int8 ? isa.interleave : 1;
+  const bool round = p.decode && precision == ActivationPrecision::bfloat16;
+  p.bf16 = round && bits == 4 && isa.gemv_bf16_q4;
+  // The int8 and bfloat16 kernels read x in natural order from x_float.
+  const int interleave = bits == 4 && !p.int8 && !p.bf16 ? isa.interleave : 1;
   p.x_float.resize(static_cast<std::size_t>(p.M) * p.K);
   p.group_sums.resize(static_cast<std::size_t>(p.M) * (p.K / group_size));
-  prepare_x(x, p.M, p.K, group_size, interleave, p.x_float.data(), p.group_sums.data());
+  prepare_x(x, p.M, p.K, group_size, interleave, round, p.x_float.data(), p.group_sums.data());
+  if (p.bf16) {
+    p.k_padded = (p.K + 63) / 64 * 64;
+    p.x_bf16.resize(static_cast<std::size_t>(p.M) * p.k_padded);
+    pack_bfloat16_rows(p.x_float, p.M, p.K, p.k_padded, p.x_bf16.data());
+  }
   if (p.int8) {
     p.k_padded = qmm::int8_padded_k(isa, p.K);
     p.xq.resize(static_cast<std::size_t>(p.M) * p.k_padded);
@@ -109,9 +145,10 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
     problems.push_back({x.x_float.data(), x.group_sums.data(), w.data<std::uint8_t>(),
                         scales.data<void>(), biases.data<void>(), scalar_type_of(scales.dtype()),
                         out[i].data<void>(), scalar_type_of(out[i].dtype()), x.M, w.shape(0), x.K,
-                        group_size, bits, x.xq.data(), x.xq_scales.data(), x.k_padded});
+                        group_size, bits, x.xq.data(), x.xq_scales.data(), x.k_padded,
+                        x.x_bf16.data()});
   }
-  auto kernel = x.int8 ? isa.gemv_int8 : x.decode ? isa.gemv : isa.gemm;
+  auto kernel = x.int8 ? isa.gemv_int8 : x.bf16 ? isa.gemv_bf16_q4 : x.decode ? isa.gemv : isa.gemm;
   // Decode splits N into a few ranges per thread (claimed dynamically, so a
   // busy core does less), but not below kMinDecodeTaskBytes of weights per
   // range: waking a worker costs about as much as streaming that much.

@@ -26,14 +26,18 @@ std::optional<QuantizedTensor> load_quantized(WeightStore& weights,
 
 namespace {
 // The own kernel covers affine 4- and 8-bit weights; other widths stay stock.
-// Activations stay float32: int8 activations (the kernel's other mode) made
-// the real SmolLM2 answer "What is the capital of France?" with nonsense in
-// chat (outlier channels zero the rest of their 32-blocks), although the
-// synthetic models stayed within the fidelity bounds.
+// Decode rounds activations to bfloat16 (2^-9 relative per element, each
+// element with its own exponent) for the bfloat16 dot products. int8
+// activations (the kernel's other mode) made the real SmolLM2 answer "What
+// is the capital of France?" with nonsense in chat (outlier channels zero
+// the rest of their 32-blocks), although the synthetic models stayed within
+// the fidelity bounds.
+constexpr auto kActivationPrecision = kernels::ActivationPrecision::bfloat16;
+
 mx::array quantized_projection(const mx::array& x, const QuantizedTensor& q, KernelMode kernels) {
   if (kernels == KernelMode::fast && (q.params.bits == 4 || q.params.bits == 8))
     return kernels::quantized_matmul_fast(x, q.packed, q.scales, q.biases, q.params.group_size,
-                                          q.params.bits, kernels::ActivationPrecision::float32);
+                                          q.params.bits, kActivationPrecision);
   return mx::quantized_matmul(x, q.packed, q.scales, q.biases, /*transpose=*/true,
                               q.params.group_size, q.params.bits, q.params.mode);
 }
@@ -82,7 +86,7 @@ std::vector<mx::array> Linear::apply_all(const mx::array& x,
   }
   const auto& params = layers.front()->quantized_->params;
   outputs = kernels::quantized_matmuls_fast(x, weights, params.group_size, params.bits,
-                                            kernels::ActivationPrecision::float32);
+                                            kActivationPrecision);
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (layers[i]->bias_) outputs[i] = mx::add(outputs[i], *layers[i]->bias_);
   }

@@ -194,6 +194,53 @@ TEST(QuantizedMatmulFast, Int8ActivationsStayWithinTheirRoundingBound) {
   }
 }
 
+// bfloat16 activations: the result is the float32 result on x rounded to
+// bfloat16 (so the only error is that rounding), in every SIMD level, with
+// and without the bfloat16 dot-product kernel; K values include one that is
+// not a multiple of the kernel's 64-k chunk. Prefill-shaped calls keep
+// float32 activations.
+TEST(QuantizedMatmulFast, Bfloat16ActivationsAreTheFloatResultOnRoundedX) {
+  ErrorReport rounded_report("quantized_matmul_fast bfloat16 activations vs float32 on rounded x");
+  ErrorReport effect_report("quantized_matmul_fast bfloat16 activations vs float32 x (context)");
+  const mx::Dtype scale_dtypes[] = {mx::float32, mx::bfloat16, mx::float16};
+  int seed = 700;
+  for (int bits : {4, 8}) {
+    for (int group_size : {32, 64, 128}) {
+      for (int K : {128, 96, 576, 640, 1536}) {
+        if (K % group_size != 0) continue;
+        for (int M : {1, 2, 3, 4, 6}) {
+          ++seed;
+          auto q = make_weights(37 + M, K, group_size, bits, scale_dtypes[seed % 3], seed);
+          auto x = random_normal({M, K}, mx::float32, 1.0f, seed + 1);
+          auto rounded_x = mx::astype(mx::astype(x, mx::bfloat16), mx::float32);
+          auto reference = stock_in_float32(rounded_x, q, group_size, bits);
+          auto unrounded = stock_in_float32(x, q, group_size, bits);
+          for_each_isa([&](Isa isa) {
+            auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
+                                              ActivationPrecision::bfloat16);
+            mx::eval(fast);
+            if (M > 4) {
+              // Prefill shapes keep float32 activations.
+              EXPECT_LE(measure_error(fast, unrounded).max_rel, 1e-5) << "M=" << M << " K=" << K;
+              return;
+            }
+            auto stats = measure_error(fast, reference);
+            rounded_report.add(stats);
+            // Float32 summation only: the 128 the kernel adds to each nibble
+            // cancels against the sums of the same rounded x.
+            EXPECT_LE(stats.max_rel, 1e-5) << "isa=" << isa_name(isa) << " M=" << M << " K=" << K
+                                           << " group=" << group_size << " bits=" << bits;
+            // x was really rounded (float32 x would agree to 1e-6).
+            auto effect = measure_error(fast, unrounded);
+            effect_report.add(effect);
+            EXPECT_GT(effect.max_rel, 1e-5) << "M=" << M << " K=" << K;
+          });
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantizedMatmulFast, SeveralWeightsGiveEachProjectionExactly) {
   const int K = 576;
   std::vector<kernels::QuantizedWeights> weights;
@@ -202,7 +249,8 @@ TEST(QuantizedMatmulFast, SeveralWeightsGiveEachProjectionExactly) {
     auto q = make_weights(N, K, 32, 4, mx::bfloat16, ++seed);
     weights.push_back({q.w, q.scales, q.biases});
   }
-  for (auto precision : {ActivationPrecision::float32, ActivationPrecision::int8}) {
+  for (auto precision : {ActivationPrecision::float32, ActivationPrecision::int8,
+                         ActivationPrecision::bfloat16}) {
     for (int M : {1, 3, 9}) {
       auto x = random_normal({1, M, K}, mx::float32, 1.0f, M);
       auto together = quantized_matmuls_fast(x, weights, 32, 4, precision);
