@@ -39,10 +39,12 @@ Summary summarize(std::vector<double> values) {
   return {median, values.front(), values.back()};
 }
 
-GenerationStats run_once(const LoadedModel& loaded, const std::vector<int>& prompt, int tokens) {
+GenerationStats run_once(const LoadedModel& loaded, KernelMode kernels,
+                         const std::vector<int>& prompt, int tokens) {
   auto caches = loaded.model->make_caches();
   GenerationOptions options;
   options.max_tokens = tokens;
+  options.prefill_step_size = default_prefill_step(kernels);
   return generate_tokens(*loaded.model, caches, prompt, options, /*eos_token_ids=*/{},
                          [](const GeneratedToken&) { return true; });
 }
@@ -52,16 +54,17 @@ void run_bench(const BenchArguments& args) {
     throw Error("bench: -p, -g and -n must be at least 1");
   kernels::set_kernel_threads(args.threads);
   const auto directory = resolve_model_argument(args.model);
-  auto loaded = load_model(directory, {parse_kernel_mode(args.kernels)});
+  const KernelMode kernels = parse_kernel_mode(args.kernels);
+  auto loaded = load_model(directory, {kernels});
   std::mt19937 random(0);
   std::uniform_int_distribution<int> token(0, loaded.model->vocab_size() - 1);
   std::vector<int> prompt(args.prompt_tokens);
   for (auto& id : prompt) id = token(random);
 
-  run_once(loaded, prompt, args.generate_tokens_count);  // warm-up (compiles, caches)
+  run_once(loaded, kernels, prompt, args.generate_tokens_count);  // warm-up (compiles, caches)
   std::vector<double> prefill, decode, first_token, memory;
   for (int run = 0; run < args.runs; ++run) {
-    auto stats = run_once(loaded, prompt, args.generate_tokens_count);
+    auto stats = run_once(loaded, kernels, prompt, args.generate_tokens_count);
     prefill.push_back(stats.prompt_tokens_per_second());
     decode.push_back(stats.generation_tokens_per_second());
     first_token.push_back(stats.prompt_seconds * 1000);

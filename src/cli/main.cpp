@@ -2,12 +2,14 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "engine/memory_policy.h"
 #include "io/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"mlx-cpp: run and serve MLX-format language models", "mlx-cpp"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "mlx-cpp 0.1.0");
+  mlx_cpp::apply_memory_policy();
   mlx_cpp::cli::register_generate_command(app);
   mlx_cpp::cli::register_tokenize_commands(app);
   mlx_cpp::cli::register_convert_command(app);

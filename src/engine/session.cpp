@@ -39,6 +39,7 @@ std::unique_ptr<Session> Session::open(const std::filesystem::path& directory,
                                        const SessionOptions& options) {
   std::unique_ptr<Session> session(new Session());
   session->loaded_ = load_model(directory, {options.kernels});
+  session->kernels_ = options.kernels;
   session->tokenizer_ = Tokenizer::from_directory(directory);
   // The template and its special tokens come from the same loader the
   // `template` command uses, so both render the same prompt.
@@ -136,6 +137,7 @@ TextResult Session::generate(const TextRequest& request,
                 " tokens, more than the context size " + std::to_string(context_size_) + " allows");
   auto options = request.options;
   options.max_tokens = std::min(options.max_tokens, context_size_ - int(prompt.size()));
+  options.prefill_step_size = default_prefill_step(kernels_);
 
   TextResult result;
   result.cached_prompt_tokens = reuse_cached_prefix(prompt);

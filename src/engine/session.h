@@ -95,6 +95,7 @@ class Session {
   nlohmann::ordered_json template_special_tokens_;  // bos/eos/unk/pad as template variables
   nlohmann::json generation_config_;
   std::vector<int> eos_token_ids_;
+  KernelMode kernels_ = KernelMode::fast;
   int context_size_ = 0;
   CacheList cache_;
   std::vector<int> cached_tokens_;  // tokens whose keys/values the cache holds

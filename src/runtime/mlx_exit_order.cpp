@@ -43,10 +43,12 @@ void drain_cpu_streams() {
   }
 }
 
+// Creates no stream and so no thread: a thread started before main would
+// miss the signal mask the server sets up (SIGTERM would kill it).
 const bool kDrainRegistered = [] {
   mx::allocator::allocator();
   mx::scheduler::scheduler();
-  mx::default_stream(mx::Device::cpu);
+  mx::get_streams();
   return std::atexit(drain_cpu_streams) == 0;
 }();
 
