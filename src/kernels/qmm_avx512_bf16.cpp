@@ -88,6 +88,16 @@ void gemv_block(const Problem& p, int m0, int n, float* factors, float* result, 
     load_row_factors(p, n + j, groups, scale[j], bias[j]);
     packed[j] = p.w + (n + j) * row_bytes;
   }
+  // The next block's scales and biases, for the same reason as its weights.
+  const std::size_t factor_bytes = p.scale_type == ScalarType::float32 ? 4 : 2;
+  const std::size_t factor_row_bytes = static_cast<std::size_t>(groups) * factor_bytes;
+  for (int j = Cols; j < 2 * Cols; ++j) {
+    const std::size_t offset = static_cast<std::size_t>(n + j) * factor_row_bytes;
+    for (std::size_t b = 0; b < factor_row_bytes; b += 64) {
+      _mm_prefetch(static_cast<const char*>(p.scales) + offset + b, _MM_HINT_T0);
+      _mm_prefetch(static_cast<const char*>(p.biases) + offset + b, _MM_HINT_T0);
+    }
+  }
   const std::uint16_t* x[Rows];
   for (int r = 0; r < Rows; ++r) x[r] = p.x_bf16 + static_cast<std::size_t>(m0 + r) * p.k_padded;
   __m512 total[Rows][Cols];
@@ -104,6 +114,14 @@ void gemv_block(const Problem& p, int m0, int n, float* factors, float* result, 
       x_odd[r] = (__m512bh)_mm512_loadu_si512(x[r] + c * kChunkK + 32);
     }
     for (int j = 0; j < Cols; ++j) {
+      // The rows the next block reads, at the same offset, one cache line
+      // per two chunks: the hardware prefetcher follows Cols interleaved
+      // rows poorly (measured 8-10 GB/s on one core without this, 12.5-14
+      // with it, 15 for a plain sequential read).
+      if ((c & 1) == 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(packed[j] + c * kChunkBytes + Cols * row_bytes),
+                     _MM_HINT_T0);
+      }
       const __m512i w = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(load_mask, packed[j] + c * kChunkBytes));
       // (w & 0xF) | 0x4300 and (w >> 4) | 0x4300: 128 + each nibble.
       const __m512bh low = (__m512bh)_mm512_ternarylogic_epi32(w, nibble, offset_bits, 0xEA);
