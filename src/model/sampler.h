@@ -5,9 +5,12 @@
 // as MLX's global key does after mx.random.seed(seed), so a seed reproduces
 // mlx-lm's tokens. mlx-lm wraps the filters and the draw in mx.compile; here
 // they run uncompiled (the same ops give the same numbers, which the parity
-// tests check): with MLX 0.32.4, per-sampler compiled closures corrupted the
-// heap, seen as aborts at process exit in about half the runs of a seeded
-// gemma3 parity test, and never without them.
+// tests check): with MLX 0.32.4, per-sampler compiled closures came with
+// aborts at process exit in about half the runs of a seeded gemma3 parity
+// test, and never without them. A race at exit between MLX's stream thread
+// and its allocator was found later and closed
+// (src/runtime/mlx_exit_order.cpp); whether it was the same fault, so that
+// compiling would now be safe, has not been tested.
 #include <mlx/array.h>
 
 #include <cstdint>
