@@ -152,14 +152,14 @@ void gemv_block(const Problem& p, int m0, int n, float* factors, float* result, 
 
 template <int Rows>
 void gemv_rows(const Problem& p, int m0, int n_begin, int n_end) {
-  constexpr int Cols = Rows == 1 ? 4 : Rows == 2 ? 2 : 1;
   const int groups = p.K / p.group_size;
   const int columns = n_end - n_begin;
-  float* factors = thread_scratch(0, 2 * static_cast<std::size_t>(Cols) * ((groups + 31) / 16 * 16));
+  const std::size_t factor_floats = 2 * static_cast<std::size_t>((groups + 31) / 16 * 16);
+  float* factors = thread_scratch(0, gemv_columns(Rows) * factor_floats);
   float* result = thread_scratch(1, static_cast<std::size_t>(Rows) * columns);
-  int n = n_begin;
-  for (; n + Cols <= n_end; n += Cols) gemv_block<Rows, Cols>(p, m0, n, factors, result, columns, n_begin);
-  for (; n < n_end; ++n) gemv_block<Rows, 1>(p, m0, n, factors, result, columns, n_begin);
+  for_each_column_block<Rows>(n_begin, n_end, [&](auto cols, int n) {
+    gemv_block<Rows, decltype(cols)::value>(p, m0, n, factors, result, columns, n_begin);
+  });
   for (int r = 0; r < Rows; ++r) {
     std::size_t offset = static_cast<std::size_t>(m0 + r) * p.N + n_begin;
     store_from_float(result + r * columns, columns, p.out, p.out_type, offset);
@@ -169,22 +169,9 @@ void gemv_rows(const Problem& p, int m0, int n_begin, int n_end) {
 }  // namespace
 
 void avx512_bf16_gemv_q4(const Problem& p, int n_begin, int n_end) {
-  for (int m0 = 0; m0 < p.M; m0 += 4) {
-    switch (p.M - m0) {
-      case 1:
-        gemv_rows<1>(p, m0, n_begin, n_end);
-        break;
-      case 2:
-        gemv_rows<2>(p, m0, n_begin, n_end);
-        break;
-      case 3:
-        gemv_rows<3>(p, m0, n_begin, n_end);
-        break;
-      default:
-        gemv_rows<4>(p, m0, n_begin, n_end);
-        break;
-    }
-  }
+  for_each_row_block(p.M, [&](auto rows, int m0) {
+    gemv_rows<decltype(rows)::value>(p, m0, n_begin, n_end);
+  });
 }
 
 }  // namespace mlx_cpp::kernels::qmm

@@ -123,23 +123,9 @@ void gemv_rows(const Problem& p, int m0, int n_begin, int n_end) {
 
 template <int Bits, ScalarType Type>
 void gemv_typed(const Problem& p, int n_begin, int n_end) {
-  constexpr int kMaxRows = 4;
-  for (int m0 = 0; m0 < p.M; m0 += kMaxRows) {
-    switch (p.M - m0) {
-      case 1:
-        gemv_rows<Bits, 1, Type>(p, m0, n_begin, n_end);
-        break;
-      case 2:
-        gemv_rows<Bits, 2, Type>(p, m0, n_begin, n_end);
-        break;
-      case 3:
-        gemv_rows<Bits, 3, Type>(p, m0, n_begin, n_end);
-        break;
-      default:
-        gemv_rows<Bits, 4, Type>(p, m0, n_begin, n_end);
-        break;
-    }
-  }
+  for_each_row_block(p.M, [&](auto rows, int m0) {
+    gemv_rows<Bits, decltype(rows)::value, Type>(p, m0, n_begin, n_end);
+  });
 }
 
 template <int Bits>

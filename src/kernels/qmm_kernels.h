@@ -5,6 +5,7 @@
 // their own target options without sharing inline code with the rest.
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace mlx_cpp::kernels::qmm {
 
@@ -73,6 +74,52 @@ struct IsaKernels {
 int int8_padded_k(const IsaKernels& isa, int K);
 void quantize_activations(const IsaKernels& isa, const float* x, int M, int K, int bits,
                           std::int8_t* xq, float* xq_scales);
+
+// Decode shape: up to this many rows of x, a kernel streams each weight row
+// once per call (gemv); above it, weights go through dequantized panels.
+constexpr int kGemvMaxRows = 4;
+
+// Weight rows (output columns) a gemv handles at once for `rows` rows of x:
+// independent accumulators hide the FMA latency (one column alone is a
+// dependent chain and runs at a third of the machine's speed) while
+// rows x columns accumulators still fit in registers.
+constexpr int gemv_columns(int rows) {
+  return rows == 1 ? 4 : rows == 2 ? 2 : 1;
+}
+
+// Calls kernel(std::integral_constant<int, Rows>{}, m0) for each block of
+// at most kGemvMaxRows rows of [0, M), so a gemv keeps its row count a
+// compile-time constant.
+template <class Kernel>
+void for_each_row_block(int M, Kernel&& kernel) {
+  for (int m0 = 0; m0 < M; m0 += kGemvMaxRows) {
+    switch (M - m0) {
+      case 1:
+        kernel(std::integral_constant<int, 1>{}, m0);
+        break;
+      case 2:
+        kernel(std::integral_constant<int, 2>{}, m0);
+        break;
+      case 3:
+        kernel(std::integral_constant<int, 3>{}, m0);
+        break;
+      default:
+        static_assert(kGemvMaxRows == 4);
+        kernel(std::integral_constant<int, 4>{}, m0);
+        break;
+    }
+  }
+}
+
+// Calls block(std::integral_constant<int, Cols>{}, n) over [n_begin, n_end)
+// in blocks of gemv_columns(Rows) columns, then single columns for the rest.
+template <int Rows, class Block>
+void for_each_column_block(int n_begin, int n_end, Block&& block) {
+  constexpr int kColumns = gemv_columns(Rows);
+  int n = n_begin;
+  for (; n + kColumns <= n_end; n += kColumns) block(std::integral_constant<int, kColumns>{}, n);
+  for (; n < n_end; ++n) block(std::integral_constant<int, 1>{}, n);
+}
 
 const IsaKernels& scalar_kernels();
 const IsaKernels& avx2_kernels();

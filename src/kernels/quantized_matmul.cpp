@@ -20,9 +20,6 @@ namespace mx = mlx::core;
 
 namespace {
 
-// Up to this many rows the weights are streamed once per call (decode);
-// above it they are dequantized into panels reused by all rows (prefill).
-constexpr int kGemvMaxRows = 4;
 constexpr double kMinDecodeTaskBytes = 64 * 1024;
 
 const qmm::IsaKernels& kernels_for(Isa isa) {
@@ -104,7 +101,7 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   PreparedX p;
   p.K = x.shape(-1);
   p.M = static_cast<int>(x.size() / p.K);
-  p.decode = p.M <= kGemvMaxRows;
+  p.decode = p.M <= qmm::kGemvMaxRows;
   p.int8 = p.decode && precision == ActivationPrecision::int8 && isa.gemv_int8;
   const bool round = p.decode && precision == ActivationPrecision::bfloat16;
   p.bf16 = round && bits == 4 && isa.gemv_bf16_q4;
