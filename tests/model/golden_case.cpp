@@ -14,6 +14,8 @@ std::vector<std::string> model_golden_cases() {
   std::vector<std::string> names;
   for (const char* arch : {"llama", "llama_untied", "qwen2", "qwen3", "gemma3_text"})
     for (const char* quant : {"bf16", "q4", "q8"}) names.push_back(std::string(arch) + "_" + quant);
+  // A float32 checkpoint with float32 scales, as converted GGUF K-quants are.
+  names.push_back("qwen2_q4f32");
   return names;
 }
 

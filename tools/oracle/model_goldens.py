@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Goldens for the model parity tests, produced by mlx-lm itself.
 
-For every architecture x {bf16, q4, q8} this builds a tiny random checkpoint
+For every architecture x {bf16, q4, q8}, plus a float32 qwen2 at q4 group 32
+(float32 scales), this builds a tiny random checkpoint
 with mlx-lm's own model classes and quantize, saves it as an MLX directory,
 reloads it through mlx_lm.utils.load_model (the path users take), and records:
   * the prompt ids,
@@ -62,6 +63,9 @@ ARCHITECTURES = {
 }
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
+# A float32 checkpoint quantized at group 32 has float32 scales and biases,
+# as the converter writes GGUF K-quants (tested for one architecture).
+FLOAT32_CASE = ("qwen2", "q4f32", (32, 4))
 
 # Prompt lengths per case: short, longer than gemma's 16-token window, and
 # (for one model) longer than the 2048-token prefill chunk.
@@ -100,11 +104,11 @@ def randomize(model, seed):
     model.load_weights(new)
 
 
-def build_checkpoint(case_dir, arch, config, quant, seed):
+def build_checkpoint(case_dir, arch, config, quant, seed, dtype=mx.bfloat16):
     model_class, args_class = _get_classes(config)
     model = model_class(args_class.from_dict(config))
     randomize(model, seed)
-    model.set_dtype(mx.bfloat16)
+    model.set_dtype(dtype)
     config = dict(config)
     if quant is not None:
         group_size, bits = quant
@@ -138,12 +142,12 @@ def record_generation(model, prompt, sampler=None, processors=None):
     return tokens, recorded
 
 
-def make_case(out, arch, quant_name, config, seed):
+def make_case(out, arch, quant_name, config, seed, quant, dtype=mx.bfloat16):
     name = f"{arch}_{quant_name}"
     case_dir = out / name
     shutil.rmtree(case_dir, ignore_errors=True)
     case_dir.mkdir(parents=True)
-    model_dir = build_checkpoint(case_dir, arch, config, QUANTIZATIONS[quant_name], seed)
+    model_dir = build_checkpoint(case_dir, arch, config, quant, seed, dtype)
     model, _ = load_model(model_dir)
 
     prompts = dict(PROMPTS)
@@ -193,8 +197,14 @@ def main():
         for quant_name in QUANTIZATIONS:
             if only and f"{arch}_{quant_name}" not in only:
                 continue
-            cases.append(make_case(args.out, arch, quant_name, config, seed=100 * index + 7))
+            cases.append(make_case(args.out, arch, quant_name, config, 100 * index + 7,
+                                   QUANTIZATIONS[quant_name]))
             print("wrote", cases[-1], flush=True)
+    arch, quant_name, quant = FLOAT32_CASE
+    if not only or f"{arch}_{quant_name}" in only:
+        cases.append(make_case(args.out, arch, quant_name, ARCHITECTURES[arch], 991, quant,
+                               mx.float32))
+        print("wrote", cases[-1], flush=True)
     (args.out / "manifest.json").write_text(json.dumps({"cases": cases, "decode_steps": DECODE_STEPS}))
 
 
