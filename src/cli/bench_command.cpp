@@ -3,7 +3,9 @@
 // -g generated tokens with EOS ignored, one warm-up run, then -n measured
 // runs on fresh caches. Reports median and spread of prompt tokens/s
 // (prompt / time to first token), generation tokens/s (tokens after the
-// first / time since it), time to first token and peak memory.
+// first / time since it), time to first token and peak memory, and the bytes
+// a decode step reads (weights as held plus the mean keys and values
+// attended), for a bandwidth floor.
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -11,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/model_argument.h"
+#include "engine/decode_traffic.h"
 #include "engine/token_generator.h"
 #include "io/error.h"
 #include "kernels/kernels.h"
@@ -40,8 +43,8 @@ Summary summarize(std::vector<double> values) {
 }
 
 GenerationStats run_once(const LoadedModel& loaded, KernelMode kernels,
-                         const std::vector<int>& prompt, int tokens) {
-  auto caches = loaded.model->make_caches();
+                         const std::vector<int>& prompt, int tokens, CacheList& caches) {
+  caches = loaded.model->make_caches();
   GenerationOptions options;
   options.max_tokens = tokens;
   options.prefill_step_size = default_prefill_step(kernels);
@@ -61,10 +64,11 @@ void run_bench(const BenchArguments& args) {
   std::vector<int> prompt(args.prompt_tokens);
   for (auto& id : prompt) id = token(random);
 
-  run_once(loaded, kernels, prompt, args.generate_tokens_count);  // warm-up (compiles, caches)
+  CacheList caches;
+  run_once(loaded, kernels, prompt, args.generate_tokens_count, caches);  // warm-up
   std::vector<double> prefill, decode, first_token, memory;
   for (int run = 0; run < args.runs; ++run) {
-    auto stats = run_once(loaded, kernels, prompt, args.generate_tokens_count);
+    auto stats = run_once(loaded, kernels, prompt, args.generate_tokens_count, caches);
     prefill.push_back(stats.prompt_tokens_per_second());
     decode.push_back(stats.generation_tokens_per_second());
     first_token.push_back(stats.prompt_seconds * 1000);
@@ -72,6 +76,10 @@ void run_bench(const BenchArguments& args) {
   }
   auto p = summarize(prefill), g = summarize(decode), t = summarize(first_token),
        m = summarize(memory);
+  // Decode steps after the first token attend over prompt + 1 .. prompt + g - 1.
+  const double weight_bytes = static_cast<double>(loaded.model->weight_bytes_per_token());
+  const double kv_bytes = mean_kv_bytes_read(caches, args.prompt_tokens + 1,
+                                             args.prompt_tokens + args.generate_tokens_count - 1);
   if (args.json) {
     auto entry = [](const Summary& s) {
       return nlohmann::json{{"median", s.median}, {"min", s.min}, {"max", s.max}};
@@ -85,7 +93,9 @@ void run_bench(const BenchArguments& args) {
                              {"prompt_tps", entry(p)},
                              {"generation_tps", entry(g)},
                              {"ttft_ms", entry(t)},
-                             {"peak_memory_mb", entry(m)}};
+                             {"peak_memory_mb", entry(m)},
+                             {"weight_bytes_per_token", weight_bytes},
+                             {"kv_bytes_per_token", kv_bytes}};
     std::printf("%s\n", report.dump(2).c_str());
     return;
   }
@@ -100,8 +110,12 @@ void run_bench(const BenchArguments& args) {
   row("decode tokens/s", g);
   row("time to first token ms", t);
   row("peak memory MB", m);
-  std::printf("RESULT prompt_tps=%.3f generation_tps=%.3f ttft_ms=%.3f peak_memory_mb=%.3f\n",
-              p.median, g.median, t.median, m.median);
+  std::printf("decode reads %.1f MB per token: %.1f MB of weights, %.1f MB of keys and values\n",
+              (weight_bytes + kv_bytes) / 1e6, weight_bytes / 1e6, kv_bytes / 1e6);
+  std::printf(
+      "RESULT prompt_tps=%.3f generation_tps=%.3f ttft_ms=%.3f peak_memory_mb=%.3f "
+      "decode_bytes_per_token=%.0f\n",
+      p.median, g.median, t.median, m.median, weight_bytes + kv_bytes);
 }
 
 }  // namespace

@@ -155,6 +155,23 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   return block;
 }
 
+size_t Attention::bytes() const {
+  return q_proj.bytes() + k_proj.bytes() + v_proj.bytes() + o_proj.bytes() +
+         (q_norm ? q_norm->bytes() : 0) + (k_norm ? k_norm->bytes() : 0);
+}
+
+size_t TransformerBlock::bytes() const {
+  return attention.bytes() + mlp.bytes() + input_norm.bytes() + post_attention_norm.bytes() +
+         (pre_feedforward_norm ? pre_feedforward_norm->bytes() : 0) +
+         (post_feedforward_norm ? post_feedforward_norm->bytes() : 0);
+}
+
+size_t DenseTransformer::weight_bytes_per_token() const {
+  size_t total = lm_head_ ? lm_head_->bytes() : embed_tokens_.bytes();
+  for (const auto& block : layers_) total += block.bytes();
+  return total + (final_norm_ ? final_norm_->bytes() : 0);
+}
+
 mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches) const {
   auto h = embed_tokens_.lookup(tokens);  // [B, L, hidden]
   if (spec_.embedding_scale)

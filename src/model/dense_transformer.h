@@ -26,6 +26,7 @@ struct Attention {
   // x: [B, L, hidden] → [B, L, hidden]
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
                               KvCache& cache) const;
+  size_t bytes() const;
 };
 
 struct GatedMlp {
@@ -33,6 +34,7 @@ struct GatedMlp {
   GatedActivation activation = GatedActivation::silu;
   KernelMode kernels = KernelMode::stock;
   mlx::core::array operator()(const mlx::core::array& x) const;
+  size_t bytes() const { return gate_proj.bytes() + up_proj.bytes() + down_proj.bytes(); }
 };
 
 struct TransformerBlock {
@@ -45,6 +47,7 @@ struct TransformerBlock {
 
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
                               KvCache& cache) const;
+  size_t bytes() const;
 };
 
 class DenseTransformer : public LanguageModel {
@@ -57,6 +60,7 @@ class DenseTransformer : public LanguageModel {
   const std::string& model_type() const override { return spec_.model_type; }
   int vocab_size() const override { return spec_.vocab_size; }
   size_t parameter_count() const override { return parameter_count_; }
+  size_t weight_bytes_per_token() const override;
   const TransformerSpec& spec() const { return spec_; }
 
  private:

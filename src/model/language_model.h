@@ -25,6 +25,10 @@ class LanguageModel {
   virtual int vocab_size() const = 0;
   // Parameter count as mlx-lm reports it (quantized weights at full size).
   virtual size_t parameter_count() const = 0;
+  // Bytes of parameters one decode step reads, as held in memory: every
+  // layer and the output head; of the input embedding only its one row,
+  // which is left out (a tied head counts the whole table).
+  virtual size_t weight_bytes_per_token() const = 0;
 };
 
 struct LoadedModel {

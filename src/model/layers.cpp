@@ -88,6 +88,17 @@ mx::array Linear::operator()(const mx::array& x) const {
   return mx::matmul(x, mx::transpose(*dense_));
 }
 
+namespace {
+size_t quantized_bytes(const QuantizedTensor& q) {
+  return q.packed.nbytes() + q.scales.nbytes() + q.biases.nbytes();
+}
+}  // namespace
+
+size_t Linear::bytes() const {
+  return (quantized_ ? quantized_bytes(*quantized_) : dense_->nbytes()) +
+         (bias_ ? bias_->nbytes() : 0);
+}
+
 std::vector<mx::array> Linear::apply_all(const mx::array& x,
                                          const std::vector<const Linear*>& layers) {
   auto same_fast_format = [&](const Linear* layer) {
@@ -131,6 +142,10 @@ mx::array Embedding::lookup(const mx::array& ids) const {
   return mx::dequantize(mx::take(q.packed, ids, 0), mx::take(q.scales, ids, 0),
                         mx::take(q.biases, ids, 0), q.params.group_size, q.params.bits,
                         q.params.mode);
+}
+
+size_t Embedding::bytes() const {
+  return quantized_ ? quantized_bytes(*quantized_) : dense_->nbytes();
 }
 
 mx::array Embedding::as_linear(const mx::array& x) const {

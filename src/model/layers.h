@@ -35,6 +35,8 @@ class Linear {
   // x: [..., in_dims] → [..., out_dims]
   mlx::core::array operator()(const mlx::core::array& x) const;
   bool quantized() const { return quantized_.has_value(); }
+  // Bytes of its parameters as held in memory (what one token's pass reads).
+  size_t bytes() const;
 
   // Several projections of one x, as each layer(x): with fast kernels and
   // quantized weights of one format, a single kernel call for all of them
@@ -59,6 +61,8 @@ class Embedding {
   mlx::core::array lookup(const mlx::core::array& ids) const;
   // Tied output projection: x [..., dims] → [..., vocab]
   mlx::core::array as_linear(const mlx::core::array& x) const;
+  // Bytes of the whole table (what as_linear reads).
+  size_t bytes() const;
 
  private:
   std::optional<mlx::core::array> dense_;  // [vocab, dims]
@@ -74,6 +78,7 @@ class RmsNorm {
   // {x + residual, norm(x + residual)}: one kernel call on the fast path.
   std::pair<mlx::core::array, mlx::core::array> add_then_apply(
       const mlx::core::array& x, const mlx::core::array& residual) const;
+  size_t bytes() const { return weight_.nbytes(); }
 
  private:
   mlx::core::array weight_ = mlx::core::array(0.0f);  // effective weight (1 + w for gemma)
