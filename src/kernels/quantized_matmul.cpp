@@ -21,6 +21,12 @@ namespace mx = mlx::core;
 namespace {
 
 constexpr double kMinDecodeTaskBytes = 64 * 1024;
+// Large decode matrices are cut into ranges of about this many bytes (at
+// most kMaxDecodeTasks): the thread that finishes first waits for the
+// other's last range, so that range should be short. With a few ranges per
+// thread, that wait was 6.5% of Qwen2.5-1.5B decode samples.
+constexpr double kDecodeTaskBytes = 256 * 1024;
+constexpr int kMaxDecodeTasks = 256;
 
 const qmm::IsaKernels& kernels_for(Isa isa) {
   switch (isa) {
@@ -146,9 +152,11 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
                         x.x_bf16.data()});
   }
   auto kernel = x.int8 ? isa.gemv_int8 : x.bf16 ? isa.gemv_bf16_q4 : x.decode ? isa.gemv : isa.gemm;
-  // Decode splits N into a few ranges per thread (claimed dynamically, so a
-  // busy core does less), but not below kMinDecodeTaskBytes of weights per
-  // range: waking a worker costs about as much as streaming that much.
+  // Decode splits N into at least a few ranges per thread (claimed
+  // dynamically, so a busy core does less), ranges of about
+  // kDecodeTaskBytes for large matrices, but not below kMinDecodeTaskBytes
+  // of weights per range: waking a worker costs about as much as streaming
+  // that much.
   // Prefill hands out whole weight panels. The ranges of all weight sets
   // form one job.
   auto& pool = ThreadPool::shared();
@@ -160,6 +168,8 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
     if (x.decode) {
       const double weight_bytes = static_cast<double>(problem.N) * x.K * bits / 8;
       count = std::clamp(static_cast<int>(weight_bytes / kMinDecodeTaskBytes), 1, count);
+      count = std::max(count, std::min({units, kMaxDecodeTasks,
+                                        static_cast<int>(weight_bytes / kDecodeTaskBytes)}));
     }
     for (int t = 0; t < count; ++t) {
       Range range = split_range(problem.N, count, t, align);
