@@ -35,6 +35,10 @@ namespace {
 // the fidelity bounds.
 constexpr auto kActivationPrecision = kernels::ActivationPrecision::bfloat16;
 
+size_t quantized_bytes(const QuantizedTensor& q) {
+  return q.packed.nbytes() + q.scales.nbytes() + q.biases.nbytes();
+}
+
 bool runs_fast_kernel(const QuantizedTensor& q, KernelMode kernels) {
   return kernels == KernelMode::fast && (q.params.bits == 4 || q.params.bits == 8);
 }
@@ -88,12 +92,6 @@ mx::array Linear::operator()(const mx::array& x) const {
   return mx::matmul(x, mx::transpose(*dense_));
 }
 
-namespace {
-size_t quantized_bytes(const QuantizedTensor& q) {
-  return q.packed.nbytes() + q.scales.nbytes() + q.biases.nbytes();
-}
-}  // namespace
-
 size_t Linear::bytes() const {
   return (quantized_ ? quantized_bytes(*quantized_) : dense_->nbytes()) +
          (bias_ ? bias_->nbytes() : 0);
@@ -103,8 +101,8 @@ std::vector<mx::array> Linear::apply_all(const mx::array& x,
                                          const std::vector<const Linear*>& layers) {
   auto same_fast_format = [&](const Linear* layer) {
     const auto& first = *layers.front();
-    return layer->kernels_ == KernelMode::fast && layer->quantized_ && first.quantized_ &&
-           (layer->quantized_->params.bits == 4 || layer->quantized_->params.bits == 8) &&
+    return layer->quantized_ && first.quantized_ &&
+           runs_fast_kernel(*layer->quantized_, layer->kernels_) &&
            layer->quantized_->params.bits == first.quantized_->params.bits &&
            layer->quantized_->params.group_size == first.quantized_->params.group_size;
   };
