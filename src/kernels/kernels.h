@@ -22,7 +22,7 @@ namespace mlx_cpp::kernels {
 //   x:       [..., K] float32 / bfloat16 / float16
 //   w:       [N, K * bits / 32] uint32, MLX affine packing (LSB first)
 //   scales, biases: [N, K / group_size], float32 / bfloat16 / float16 (same)
-//   bits 4 or 8, group_size 32, 64 or 128.
+//   bits 4, 6 or 8, group_size 32, 64 or 128.
 // Returns [..., N] in promote_types(x.dtype(), scales.dtype()).
 // Accumulates in float32: within one output rounding of the stock op run on
 // float32 inputs. The stock CPU op accumulates bfloat16 inputs in bfloat16,
@@ -32,7 +32,8 @@ namespace mlx_cpp::kernels {
 // ActivationPrecision::int8 lets decode-shaped calls (at most 4 rows of x)
 // quantize x to int8 per block of 32 k (scale max |x| / 127, round to
 // nearest) and take integer dot products, where the CPU has them (AVX-512
-// VNNI; elsewhere, and for more rows, the float32 path runs). The bias
+// VNNI; elsewhere, for 6-bit weights and for more rows, the float32 path
+// runs). The bias
 // term still uses float32 sums of x. Error: that of rounding x to 8 bits,
 // at most 0.4% of each block's largest |x| per element, bounded per output
 // in tests/kernels (quantized_matmul_test.cpp). The model does not use it:

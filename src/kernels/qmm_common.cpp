@@ -52,6 +52,24 @@ void store_from_float(const float* src, int count, void* dst, ScalarType type, s
   }
 }
 
+int quantized_value(const std::uint8_t* packed_row, int k, int bits) {
+  switch (bits) {
+    case 8:
+      return packed_row[k];
+    case 4:
+      return (packed_row[k / 2] >> ((k & 1) * 4)) & 0xF;
+    default: {
+      // Little-endian bit stream: value k occupies bits [6k, 6k + 6). Its
+      // second byte is read only when the value reaches into it, so the
+      // row's last value never reads past the row.
+      const int bit = 6 * k, byte = bit / 8, shift = bit % 8;
+      int window = packed_row[byte];
+      if (shift > 2) window |= packed_row[byte + 1] << 8;
+      return (window >> shift) & 0x3F;
+    }
+  }
+}
+
 int int8_padded_k(const IsaKernels& isa, int K) {
   return (K + isa.int8_k_align - 1) / isa.int8_k_align * isa.int8_k_align;
 }

@@ -13,7 +13,8 @@ enum class ScalarType { float32, bfloat16, float16 };
 
 // out[M, N] = x[M, K] @ dequant(w)^T with w = scale * q + bias per group of
 // `group_size` consecutive k. The k order of x is the kernel's order (see
-// IsaKernels::interleave); w's packing is MLX's: LSB-first along k.
+// IsaKernels::interleave); w's packing is MLX's: LSB-first along k, bits
+// 4, 6 or 8 (gemv_int8 and gemv_bf16_q4: see below).
 struct Problem {
   const float* x;             // [M, K] float32, interleaved for the ISA
   const float* x_group_sums;  // [M, K / group_size] sums of x per group
@@ -67,6 +68,11 @@ struct IsaKernels {
   // product instruction, and the float gemv then runs on the rounded x.
   void (*gemv_bf16_q4)(const Problem& p, int n_begin, int n_end) = nullptr;
 };
+
+// The raw quantized value at k of one packed weight row (bits 4, 6 or 8,
+// MLX's packing: LSB-first along k; 6-bit values as one little-endian bit
+// stream, four values in three bytes).
+int quantized_value(const std::uint8_t* packed_row, int k, int bits);
 
 // Quantizes x rows [M, K] (natural k order, float32) into the int8 layout
 // above for the given ISA table and bits; xq holds M * k_padded values and

@@ -12,7 +12,7 @@ void dequantize_row(const Problem& p, int n, float* scale, float* bias, float* w
   load_as_float(p.biases, p.scale_type, static_cast<std::size_t>(n) * groups, groups, bias);
   const std::uint8_t* packed = p.w + static_cast<std::size_t>(n) * p.K * p.bits / 8;
   for (int k = 0; k < p.K; ++k) {
-    int q = p.bits == 8 ? packed[k] : (packed[k / 2] >> ((k & 1) * 4)) & 0xF;
+    int q = quantized_value(packed, k, p.bits);
     int g = k / p.group_size;
     w_row[k] = scale[g] * static_cast<float>(q) + bias[g];
   }
@@ -55,8 +55,7 @@ void scalar_gemv_int8(const Problem& p, int n_begin, int n_end) {
       for (int b = 0; b * kBlock < p.K; ++b) {
         int dot = 0;
         for (int k = b * kBlock; k < (b + 1) * kBlock; ++k) {
-          int q = p.bits == 8 ? packed[k] : (packed[k / 2] >> ((k & 1) * 4)) & 0xF;
-          dot += q * xq[k];
+          dot += quantized_value(packed, k, p.bits) * xq[k];
         }
         sum += scale[b * kBlock / p.group_size] * xq_scale[b] * static_cast<float>(dot);
       }

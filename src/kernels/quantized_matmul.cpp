@@ -108,7 +108,9 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   p.K = x.shape(-1);
   p.M = static_cast<int>(x.size() / p.K);
   p.decode = p.M <= qmm::kGemvMaxRows;
-  p.int8 = p.decode && precision == ActivationPrecision::int8 && isa.gemv_int8;
+  // The integer dot products take 4- and 8-bit weights; 6-bit weights keep
+  // float activations.
+  p.int8 = p.decode && precision == ActivationPrecision::int8 && isa.gemv_int8 && bits != 6;
   const bool round = p.decode && precision == ActivationPrecision::bfloat16;
   p.bf16 = round && bits == 4 && isa.gemv_bf16_q4;
   // The int8 and bfloat16 kernels read x in natural order from x_float.
@@ -225,7 +227,9 @@ class QuantizedMatmulsFast : public FallbackPrimitive {
 void validate(const mx::array& x, const mx::array& w, const mx::array& scales,
               const mx::array& biases, int group_size, int bits) {
   std::ostringstream msg;
-  if (bits != 4 && bits != 8) reject("bits is " + std::to_string(bits) + ", expected 4 or 8");
+  if (bits != 4 && bits != 6 && bits != 8) {
+    reject("bits is " + std::to_string(bits) + ", expected 4, 6 or 8");
+  }
   if (group_size != 32 && group_size != 64 && group_size != 128) {
     reject("group_size is " + std::to_string(group_size) + ", expected 32, 64 or 128");
   }

@@ -40,7 +40,7 @@ size_t quantized_bytes(const QuantizedTensor& q) {
 }
 
 bool runs_fast_kernel(const QuantizedTensor& q, KernelMode kernels) {
-  return kernels == KernelMode::fast && (q.params.bits == 4 || q.params.bits == 8);
+  return kernels == KernelMode::fast && (q.params.bits == 4 || q.params.bits == 6 || q.params.bits == 8);
 }
 
 // Decode is bound by the bytes of weights read per token. Float32 scales and

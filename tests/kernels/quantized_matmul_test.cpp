@@ -1,5 +1,5 @@
 // quantized_matmul_fast against mlx::core::quantized_matmul on random
-// inputs: every SIMD level here, 4 and 8 bits, groups 32/64/128, decode and
+// inputs: every SIMD level here, 4, 6 and 8 bits, groups 32/64/128, decode and
 // prefill row counts, all x / scale dtypes. The reference is the stock op
 // evaluated in float32 (inputs upcast exactly), so the measured error is
 // the fast kernel's own: summation order, plus the output rounding of
@@ -80,7 +80,7 @@ TEST(QuantizedMatmulFast, MatchesStockOnRandomShapes) {
   ErrorReport half_report("quantized_matmul_fast bfloat16/float16 output");
   for_each_isa([&](Isa) {
     int seed = 0;
-    for (int bits : {4, 8}) {
+    for (int bits : {4, 6, 8}) {
       for (int group_size : {32, 64, 128}) {
         for (const auto& c : kCases) {
           if (c.K % group_size != 0) continue;
@@ -194,6 +194,20 @@ TEST(QuantizedMatmulFast, Int8ActivationsStayWithinTheirRoundingBound) {
   }
 }
 
+// 6-bit weights have no integer dot-product kernel: asking for int8
+// activations runs the float32 path, in every SIMD level.
+TEST(QuantizedMatmulFast, SixBitWeightsKeepFloatActivationsWhenInt8IsAsked) {
+  auto q = make_weights(45, 576, 64, 6, mx::float16, 17);
+  auto x = random_normal({1, 576}, mx::float32, 1.0f, 18);
+  auto reference = stock_in_float32(x, q, 64, 6);
+  for (Isa isa : testing::available_isas()) {
+    set_isa_limit(isa);
+    auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, 64, 6, ActivationPrecision::int8);
+    EXPECT_LE(measure_error(fast, reference).max_rel, 2e-6) << "isa=" << isa_name(isa);
+  }
+  set_isa_limit(detected_isa());
+}
+
 // bfloat16 activations: the result is the float32 result on x rounded to
 // bfloat16 (so the only error is that rounding), in every SIMD level, with
 // and without the bfloat16 dot-product kernel; K values include one that is
@@ -204,7 +218,7 @@ TEST(QuantizedMatmulFast, Bfloat16ActivationsAreTheFloatResultOnRoundedX) {
   ErrorReport effect_report("quantized_matmul_fast bfloat16 activations vs float32 x (context)");
   const mx::Dtype scale_dtypes[] = {mx::float32, mx::bfloat16, mx::float16};
   int seed = 700;
-  for (int bits : {4, 8}) {
+  for (int bits : {4, 6, 8}) {
     for (int group_size : {32, 64, 128}) {
       for (int K : {128, 96, 576, 640, 1536}) {
         if (K % group_size != 0) continue;
