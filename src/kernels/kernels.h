@@ -45,7 +45,15 @@ namespace mlx_cpp::kernels {
 // them (AVX-512 BF16), and every other case runs the float32 kernels on the
 // rounded x. Error: that of rounding x, 2^-9 relative per element, with no
 // outlier effect (each element keeps its own exponent).
-enum class ActivationPrecision { float32, int8, bfloat16 };
+//
+// ActivationPrecision::int16 rounds x of decode-shaped calls with 4-bit
+// weights to int16 per group (scale max |x| / 32767, round to nearest) and
+// takes 16-bit integer dot products where the CPU has them (AVX-512 VNNI
+// vpdpwssd, and the portable reference); every other case runs the float32
+// kernels on the exact x. Error: at most max |x in group| / 65534 per
+// element, below bfloat16's for every element within a factor 128 of its
+// group's largest; bounded per output in tests/kernels.
+enum class ActivationPrecision { float32, int8, bfloat16, int16 };
 mlx::core::array quantized_matmul_fast(const mlx::core::array& x, const mlx::core::array& w,
                                        const mlx::core::array& scales,
                                        const mlx::core::array& biases, int group_size, int bits,

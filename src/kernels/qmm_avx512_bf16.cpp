@@ -43,16 +43,9 @@ __m512i lane_group_index(int group_shift) {
   return _mm512_srl_epi32(lane_k, _mm_cvtsi32_si128(group_shift));
 }
 
-// Up to 16 consecutive scales (or biases) as float32; lanes past `count`
-// are zero. Vector conversions: a scalar float16 conversion per group costs
-// more than the group's dot product.
-__m512 load_factors(const void* base, ScalarType type, std::size_t offset, int count) {
-  const __mmask16 mask = count >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << count) - 1);
-  if (type == ScalarType::float32) return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(base) + offset);
-  const __m256i half = _mm256_maskz_loadu_epi16(mask, static_cast<const std::uint16_t*>(base) + offset);
-  if (type == ScalarType::float16) return _mm512_cvtph_ps(half);
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-}
+// clang-format off
+#include "kernels/qmm_avx512_factors.inc"
+// clang-format on
 
 // One weight row's scales as float32 and its biases folded with the nibble
 // offset, followed by 16 zeros so a chunk may load 16 groups from anywhere.
@@ -89,15 +82,7 @@ void gemv_block(const Problem& p, int m0, int n, float* factors, float* result, 
     packed[j] = p.w + (n + j) * row_bytes;
   }
   // The next block's scales and biases, for the same reason as its weights.
-  const std::size_t factor_bytes = p.scale_type == ScalarType::float32 ? 4 : 2;
-  const std::size_t factor_row_bytes = static_cast<std::size_t>(groups) * factor_bytes;
-  for (int j = Cols; j < 2 * Cols; ++j) {
-    const std::size_t offset = static_cast<std::size_t>(n + j) * factor_row_bytes;
-    for (std::size_t b = 0; b < factor_row_bytes; b += 64) {
-      _mm_prefetch(static_cast<const char*>(p.scales) + offset + b, _MM_HINT_T0);
-      _mm_prefetch(static_cast<const char*>(p.biases) + offset + b, _MM_HINT_T0);
-    }
-  }
+  prefetch_factor_rows(p, n + Cols, Cols, groups);
   const std::uint16_t* x[Rows];
   for (int r = 0; r < Rows; ++r) x[r] = p.x_bf16 + static_cast<std::size_t>(m0 + r) * p.k_padded;
   __m512 total[Rows][Cols];

@@ -113,6 +113,34 @@ void quantize_activations(const IsaKernels& isa, const float* x, int M, int K, i
   }
 }
 
+int int16_scale_stride(int k_padded, int group_size) {
+  return (k_padded / group_size + 31) / 16 * 16;
+}
+
+void quantize_activations_int16(const float* x, int M, int K, int group_size, int k_padded,
+                                std::int16_t* x_i16, float* x_i16_scales) {
+  const int stride = int16_scale_stride(k_padded, group_size);
+  for (int m = 0; m < M; ++m) {
+    const float* row = x + static_cast<std::size_t>(m) * K;
+    float* scales = x_i16_scales + static_cast<std::size_t>(m) * stride;
+    std::int16_t* out = x_i16 + static_cast<std::size_t>(m) * k_padded;
+    std::fill(scales, scales + stride, 0.0f);
+    std::fill(out, out + k_padded, std::int16_t{0});
+    for (int g = 0; g * group_size < K; ++g) {
+      const float* block = row + g * group_size;
+      float amax = 0.0f;
+      for (int i = 0; i < group_size; ++i) amax = std::max(amax, std::fabs(block[i]));
+      scales[g] = amax / 32767.0f;
+      const float inverse = amax > 0.0f ? 32767.0f / amax : 0.0f;
+      for (int i = 0; i < group_size; ++i) {
+        const int k = g * group_size + i, chunk = k / 64 * 64, lane = k % 64;
+        const long rounded = std::clamp(std::lrintf(block[i] * inverse), -32767L, 32767L);
+        out[chunk + (lane % 2) * 32 + lane / 2] = static_cast<std::int16_t>(rounded);
+      }
+    }
+  }
+}
+
 float* thread_scratch(int slot, std::size_t count) {
   constexpr int kSlots = 4;
   thread_local std::vector<float> buffers[kSlots];

@@ -37,6 +37,13 @@ struct Problem {
   // up to 64, zero-filled) apart, each 64 k as the 32 even k then the 32 odd
   // k; x_group_sums are then sums of the rounded x.
   const std::uint16_t* x_bf16 = nullptr;
+  // Only for gemv_int16_q4: x rounded to int16 per group of k (scale = max
+  // |x| / 32767 of the group), rows k_padded (K rounded up to 64,
+  // zero-filled) apart, each 64 k as the 32 even k then the 32 odd k;
+  // x_i16_scales rows int16_scale_stride(k_padded, group_size) apart, zero
+  // past the row's groups. x_group_sums stay the sums of the exact x.
+  const std::int16_t* x_i16 = nullptr;
+  const float* x_i16_scales = nullptr;
 };
 
 struct IsaKernels {
@@ -67,6 +74,11 @@ struct IsaKernels {
   // k_padded a multiple of 64); null where the CPU has no bfloat16 dot
   // product instruction, and the float gemv then runs on the rounded x.
   void (*gemv_bf16_q4)(const Problem& p, int n_begin, int n_end) = nullptr;
+  // Decode with 4-bit weights and 16-bit integer activations (reads x_i16
+  // and x_i16_scales, k_padded a multiple of 64); null where the CPU has
+  // no 16-bit integer dot product instruction, and the float gemv then
+  // runs on the exact x.
+  void (*gemv_int16_q4)(const Problem& p, int n_begin, int n_end) = nullptr;
 };
 
 // The raw quantized value at k of one packed weight row (bits 4, 6 or 8,
@@ -80,6 +92,12 @@ int quantized_value(const std::uint8_t* packed_row, int k, int bits);
 int int8_padded_k(const IsaKernels& isa, int K);
 void quantize_activations(const IsaKernels& isa, const float* x, int M, int K, int bits,
                           std::int8_t* xq, float* xq_scales);
+
+// Rows of x [M, K] (natural k order, float32) rounded to int16 in the
+// layout of Problem::x_i16, with their scales.
+int int16_scale_stride(int k_padded, int group_size);
+void quantize_activations_int16(const float* x, int M, int K, int group_size, int k_padded,
+                                std::int16_t* x_i16, float* x_i16_scales);
 
 // Decode shape: up to this many rows of x, a kernel streams each weight row
 // once per call (gemv); above it, weights go through dequantized panels.
@@ -138,6 +156,9 @@ void avx512_vnni_gemv_int8(const Problem& p, int n_begin, int n_end);
 // The AVX-512 BF16 gemv_bf16_q4; the AVX-512 table offers it where the CPU
 // has AVX512_BF16.
 void avx512_bf16_gemv_q4(const Problem& p, int n_begin, int n_end);
+// The AVX-512 VNNI gemv_int16_q4; the AVX-512 table offers it where the CPU
+// has VNNI.
+void avx512_vnni_gemv_int16_q4(const Problem& p, int n_begin, int n_end);
 #endif
 
 // Helpers the kernels share, compiled for the baseline ISA.

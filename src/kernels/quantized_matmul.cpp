@@ -98,8 +98,10 @@ struct PreparedX {
   std::vector<std::int8_t> xq;
   std::vector<float> xq_scales;
   std::vector<std::uint16_t> x_bf16;
+  std::vector<std::int16_t> x_i16;
+  std::vector<float> x_i16_scales;
   int M = 0, K = 0, k_padded = 0;
-  bool decode = false, int8 = false, bf16 = false;
+  bool decode = false, int8 = false, bf16 = false, int16 = false;
 };
 
 PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size, int bits,
@@ -113,8 +115,10 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   p.int8 = p.decode && precision == ActivationPrecision::int8 && isa.gemv_int8 && bits != 6;
   const bool round = p.decode && precision == ActivationPrecision::bfloat16;
   p.bf16 = round && bits == 4 && isa.gemv_bf16_q4;
-  // The int8 and bfloat16 kernels read x in natural order from x_float.
-  const int interleave = bits == 4 && !p.int8 && !p.bf16 ? isa.interleave : 1;
+  p.int16 = p.decode && precision == ActivationPrecision::int16 && bits == 4 && isa.gemv_int16_q4;
+  // The int8, bfloat16 and int16 kernels read x in natural order from
+  // x_float.
+  const int interleave = bits == 4 && !p.int8 && !p.bf16 && !p.int16 ? isa.interleave : 1;
   p.x_float.resize(static_cast<std::size_t>(p.M) * p.K);
   p.group_sums.resize(static_cast<std::size_t>(p.M) * (p.K / group_size));
   prepare_x(x, p.M, p.K, group_size, interleave, round, p.x_float.data(), p.group_sums.data());
@@ -122,6 +126,14 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
     p.k_padded = (p.K + 63) / 64 * 64;
     p.x_bf16.resize(static_cast<std::size_t>(p.M) * p.k_padded);
     pack_bfloat16_rows(p.x_float, p.M, p.K, p.k_padded, p.x_bf16.data());
+  }
+  if (p.int16) {
+    p.k_padded = (p.K + 63) / 64 * 64;
+    p.x_i16.resize(static_cast<std::size_t>(p.M) * p.k_padded);
+    p.x_i16_scales.resize(static_cast<std::size_t>(p.M) *
+                          qmm::int16_scale_stride(p.k_padded, group_size));
+    qmm::quantize_activations_int16(p.x_float.data(), p.M, p.K, group_size, p.k_padded,
+                                    p.x_i16.data(), p.x_i16_scales.data());
   }
   if (p.int8) {
     p.k_padded = qmm::int8_padded_k(isa, p.K);
@@ -151,9 +163,13 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
                         scales.data<void>(), biases.data<void>(), scalar_type_of(scales.dtype()),
                         out[i].data<void>(), scalar_type_of(out[i].dtype()), x.M, w.shape(0), x.K,
                         group_size, bits, x.xq.data(), x.xq_scales.data(), x.k_padded,
-                        x.x_bf16.data()});
+                        x.x_bf16.data(), x.x_i16.data(), x.x_i16_scales.data()});
   }
-  auto kernel = x.int8 ? isa.gemv_int8 : x.bf16 ? isa.gemv_bf16_q4 : x.decode ? isa.gemv : isa.gemm;
+  auto kernel = x.int8    ? isa.gemv_int8
+                : x.bf16  ? isa.gemv_bf16_q4
+                : x.int16 ? isa.gemv_int16_q4
+                : x.decode ? isa.gemv
+                           : isa.gemm;
   // Decode splits N into at least a few ranges per thread (claimed
   // dynamically, so a busy core does less), ranges of about
   // kDecodeTaskBytes for large matrices, but not below kMinDecodeTaskBytes

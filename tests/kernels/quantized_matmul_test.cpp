@@ -6,6 +6,7 @@
 // bfloat16 / float16 results.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <stdexcept>
 #include <tuple>
 
@@ -248,6 +249,80 @@ TEST(QuantizedMatmulFast, Bfloat16ActivationsAreTheFloatResultOnRoundedX) {
             auto effect = measure_error(fast, unrounded);
             effect_report.add(effect);
             EXPECT_GT(effect.max_rel, 1e-5) << "M=" << M << " K=" << K;
+          });
+        }
+      }
+    }
+  }
+}
+
+// x as the int16 kernels see it: per group, round(x * 32767 / max |x|)
+// times max |x| / 32767, the same float operations as the kernel's.
+mx::array int16_rounded(const mx::array& x, int group_size) {
+  const int M = x.shape(0), K = x.shape(1);
+  auto groups = mx::reshape(x, {M, K / group_size, group_size});
+  auto amax = mx::max(mx::abs(groups), -1, true);
+  auto inverse = mx::where(mx::greater(amax, mx::array(0.0f)),
+                           mx::divide(mx::array(32767.0f), amax), mx::array(0.0f));
+  auto q = mx::round(mx::multiply(groups, inverse));
+  return mx::reshape(mx::multiply(q, mx::divide(amax, mx::array(32767.0f))), {M, K});
+}
+
+// int16 activations: with 4-bit weights in decode shapes, on the portable
+// reference and on AVX-512 VNNI, the result is the float32 result on x
+// rounded per group to int16, with the bias term on the exact x (the only
+// error is that rounding); every
+// other case (other bits, prefill shapes, SIMD levels without the kernel)
+// is the float32 result on the exact x. Each x has one large value per
+// group, so the rounding is coarse enough to tell the two apart; K values
+// include one that is not a multiple of the kernel's 64-k chunk.
+TEST(QuantizedMatmulFast, Int16ActivationsAreTheFloatResultOnRoundedX) {
+  ErrorReport rounded_report("quantized_matmul_fast int16 activations vs float32 on rounded x");
+  ErrorReport effect_report("quantized_matmul_fast int16 activations vs float32 x (context)");
+  const mx::Dtype scale_dtypes[] = {mx::float32, mx::bfloat16, mx::float16};
+  int seed = 900;
+  for (int bits : {4, 8}) {
+    for (int group_size : {32, 64, 128}) {
+      for (int K : {128, 96, 576, 640, 1536}) {
+        if (K % group_size != 0) continue;
+        for (int M : {1, 2, 3, 4, 6}) {
+          ++seed;
+          auto q = make_weights(37 + M, K, group_size, bits, scale_dtypes[seed % 3], seed);
+          // One value of 300 per group (an outlier channel).
+          auto outliers = mx::multiply(
+              mx::equal(mx::remainder(mx::arange(K), mx::array(group_size)), mx::array(seed % group_size)),
+              mx::array(300.0f));
+          auto x = mx::add(random_normal({M, K}, mx::float32, 1.0f, seed + 1), outliers);
+          // The kernels take the bias term from the sums of the exact x:
+          // sum_g bias_g * (sum over g of x - rounded x) is added back.
+          auto x_rounded = int16_rounded(x, group_size);
+          auto lost_sums = mx::sum(
+              mx::reshape(mx::subtract(x, x_rounded), {M, K / group_size, group_size}), -1);
+          auto rounded = mx::add(stock_in_float32(x_rounded, q, group_size, bits),
+                                 mx::matmul(lost_sums, mx::transpose(mx::astype(q.biases, mx::float32))));
+          auto exact = stock_in_float32(x, q, group_size, bits);
+          for_each_isa([&](Isa isa) {
+            auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
+                                              ActivationPrecision::int16);
+            mx::eval(fast);
+            const bool int16_kernel = bits == 4 && M <= 4 &&
+                                      (isa == Isa::scalar ||
+                                       (isa == Isa::avx512 && __builtin_cpu_supports("avx512vnni")));
+            std::ostringstream where;
+            where << "isa=" << isa_name(isa) << " M=" << M << " K=" << K << " group=" << group_size
+                  << " bits=" << bits;
+            auto effect = measure_error(fast, exact);
+            if (!int16_kernel) {
+              EXPECT_LE(effect.max_rel, 1e-5) << where.str();
+              return;
+            }
+            auto stats = measure_error(fast, rounded);
+            rounded_report.add(stats);
+            effect_report.add(effect);
+            // Float32 summation only...
+            EXPECT_LE(stats.max_rel, 1e-5) << where.str();
+            // ...on an x that was really rounded.
+            EXPECT_GT(effect.max_abs, 10 * stats.max_abs) << where.str();
           });
         }
       }
