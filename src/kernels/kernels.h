@@ -54,10 +54,20 @@ namespace mlx_cpp::kernels {
 // element, below bfloat16's for every element within a factor 128 of its
 // group's largest; bounded per output in tests/kernels.
 enum class ActivationPrecision { float32, int8, bfloat16, int16 };
+//
+// PrefillArithmetic::float16 lets prefill-shaped calls (more than 4 rows of
+// x) multiply in float16 where the CPU has AVX512-FP16 (twice the float32
+// FMA's multiply-adds per instruction): x and the dequantized weights are
+// rounded to float16 (x scaled per row by a power of two so its largest
+// |value| is 32), products are summed in float16 over runs of 32 k and
+// those partial sums in float32. Elsewhere the float32 kernels run. Error
+// bounded per output in tests/kernels.
+enum class PrefillArithmetic { float32, float16 };
 mlx::core::array quantized_matmul_fast(const mlx::core::array& x, const mlx::core::array& w,
                                        const mlx::core::array& scales,
                                        const mlx::core::array& biases, int group_size, int bits,
                                        ActivationPrecision precision = ActivationPrecision::float32,
+                                       PrefillArithmetic prefill = PrefillArithmetic::float32,
                                        mlx::core::StreamOrDevice s = {});
 
 // Several quantized projections of one x (attention's q, k and v; an MLP's
@@ -70,7 +80,7 @@ struct QuantizedWeights {
 std::vector<mlx::core::array> quantized_matmuls_fast(
     const mlx::core::array& x, const std::vector<QuantizedWeights>& weights, int group_size,
     int bits, ActivationPrecision precision = ActivationPrecision::float32,
-    mlx::core::StreamOrDevice s = {});
+    PrefillArithmetic prefill = PrefillArithmetic::float32, mlx::core::StreamOrDevice s = {});
 
 // x * rsqrt(mean(x^2, -1) + eps) * weight, as mlx::core::fast::rms_norm:
 // statistics in float32; the normalized x is rounded to the output dtype

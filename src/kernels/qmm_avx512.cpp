@@ -41,6 +41,10 @@ const IsaKernels& avx512_kernels() {
       table.gemv_int16_q4 = avx512_vnni_gemv_int16_q4;
     }
     if (__builtin_cpu_supports("avx512bf16")) table.gemv_bf16_q4 = avx512_bf16_gemv_q4;
+    if (__builtin_cpu_supports("avx512fp16")) {
+      table.gemm_fp16 = avx512_fp16_gemm;
+      table.prepare_x_fp16 = prepare_x_float16;
+    }
     return table;
   }();
   return kernels;

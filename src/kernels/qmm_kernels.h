@@ -44,6 +44,10 @@ struct Problem {
   // past the row's groups. x_group_sums stay the sums of the exact x.
   const std::int16_t* x_i16 = nullptr;
   const float* x_i16_scales = nullptr;
+  // Only for gemm_fp16: x as float16 [M, K] (natural k order), each row
+  // scaled by a power of two; x_f16_unscale[m] undoes row m's scaling.
+  const std::uint16_t* x_f16 = nullptr;
+  const float* x_f16_unscale = nullptr;
 };
 
 struct IsaKernels {
@@ -79,6 +83,14 @@ struct IsaKernels {
   // no 16-bit integer dot product instruction, and the float gemv then
   // runs on the exact x.
   void (*gemv_int16_q4)(const Problem& p, int n_begin, int n_end) = nullptr;
+  // Prefill in half precision (reads x_f16; float16 products summed over
+  // short runs into float32), for 4, 6 and 8 bits; column ranges start at
+  // multiples of fp16_column_block. Null where the CPU has no float16
+  // arithmetic; the float32 gemm runs then.
+  void (*gemm_fp16)(const Problem& p, int n_begin, int n_end) = nullptr;
+  int fp16_column_block = 32;
+  // Fills x_f16 and x_f16_unscale from x [M, K] (float32, natural order).
+  void (*prepare_x_fp16)(const float* x, int M, int K, std::uint16_t* x_f16, float* unscale) = nullptr;
 };
 
 // The raw quantized value at k of one packed weight row (bits 4, 6 or 8,
@@ -156,6 +168,10 @@ void avx512_vnni_gemv_int8(const Problem& p, int n_begin, int n_end);
 // The AVX-512 BF16 gemv_bf16_q4; the AVX-512 table offers it where the CPU
 // has AVX512_BF16.
 void avx512_bf16_gemv_q4(const Problem& p, int n_begin, int n_end);
+// The AVX512-FP16 gemm_fp16 and its x preparation; the AVX-512 table
+// offers them where the CPU has AVX512-FP16.
+void avx512_fp16_gemm(const Problem& p, int n_begin, int n_end);
+void prepare_x_float16(const float* x, int M, int K, std::uint16_t* x_f16, float* unscale);
 // The AVX-512 VNNI gemv_int16_q4; the AVX-512 table offers it where the CPU
 // has VNNI.
 void avx512_vnni_gemv_int16_q4(const Problem& p, int n_begin, int n_end);

@@ -41,8 +41,9 @@ const qmm::IsaKernels& kernels_for(Isa isa) {
 }
 
 // x[M, K] -> float32 in the kernel's k order (pairs of k split into even
-// and odd lanes within each chunk of 2 * interleave), plus per-group sums;
-// with round_to_bfloat16, of x rounded to bfloat16.
+// and odd lanes within each chunk of 2 * interleave), plus per-group sums
+// where group_sums is not null (the gemv kernels' bias term); with
+// round_to_bfloat16, of x rounded to bfloat16.
 void prepare_x(const mx::array& x, int M, int K, int group_size, int interleave,
                bool round_to_bfloat16, float* x_float, float* group_sums) {
   std::vector<float> row(K);
@@ -60,6 +61,7 @@ void prepare_x(const mx::array& x, int M, int K, int group_size, int interleave,
         dst[chunk + interleave + i] = row[chunk + 2 * i + 1];
       }
     }
+    if (group_sums == nullptr) continue;
     for (int g = 0; g < groups; ++g) {
       float sum = 0.0f;
       for (int k = g * group_size; k < (g + 1) * group_size; ++k) sum += row[k];
@@ -100,12 +102,14 @@ struct PreparedX {
   std::vector<std::uint16_t> x_bf16;
   std::vector<std::int16_t> x_i16;
   std::vector<float> x_i16_scales;
+  std::vector<std::uint16_t> x_f16;
+  std::vector<float> x_f16_unscale;
   int M = 0, K = 0, k_padded = 0;
-  bool decode = false, int8 = false, bf16 = false, int16 = false;
+  bool decode = false, int8 = false, bf16 = false, int16 = false, fp16 = false;
 };
 
 PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size, int bits,
-                  ActivationPrecision precision) {
+                  ActivationPrecision precision, PrefillArithmetic prefill) {
   PreparedX p;
   p.K = x.shape(-1);
   p.M = static_cast<int>(x.size() / p.K);
@@ -116,16 +120,25 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   const bool round = p.decode && precision == ActivationPrecision::bfloat16;
   p.bf16 = round && bits == 4 && isa.gemv_bf16_q4;
   p.int16 = p.decode && precision == ActivationPrecision::int16 && bits == 4 && isa.gemv_int16_q4;
-  // The int8, bfloat16 and int16 kernels read x in natural order from
-  // x_float.
-  const int interleave = bits == 4 && !p.int8 && !p.bf16 && !p.int16 ? isa.interleave : 1;
+  p.fp16 = !p.decode && prefill == PrefillArithmetic::float16 && isa.gemm_fp16;
+  // The int8, bfloat16, int16 and float16 kernels read x in natural order
+  // from x_float.
+  const int interleave = bits == 4 && !p.int8 && !p.bf16 && !p.int16 && !p.fp16 ? isa.interleave : 1;
   p.x_float.resize(static_cast<std::size_t>(p.M) * p.K);
-  p.group_sums.resize(static_cast<std::size_t>(p.M) * (p.K / group_size));
-  prepare_x(x, p.M, p.K, group_size, interleave, round, p.x_float.data(), p.group_sums.data());
+  // Only the gemv kernels take the bias term from sums of x; the gemm
+  // kernels dequantize the bias into their panels.
+  if (p.decode) p.group_sums.resize(static_cast<std::size_t>(p.M) * (p.K / group_size));
+  prepare_x(x, p.M, p.K, group_size, interleave, round, p.x_float.data(),
+            p.decode ? p.group_sums.data() : nullptr);
   if (p.bf16) {
     p.k_padded = (p.K + 63) / 64 * 64;
     p.x_bf16.resize(static_cast<std::size_t>(p.M) * p.k_padded);
     pack_bfloat16_rows(p.x_float, p.M, p.K, p.k_padded, p.x_bf16.data());
+  }
+  if (p.fp16) {
+    p.x_f16.resize(static_cast<std::size_t>(p.M) * p.K);
+    p.x_f16_unscale.resize(p.M);
+    isa.prepare_x_fp16(p.x_float.data(), p.M, p.K, p.x_f16.data(), p.x_f16_unscale.data());
   }
   if (p.int16) {
     p.k_padded = (p.K + 63) / 64 * 64;
@@ -153,9 +166,10 @@ struct ColumnTask {
 
 // in = {x, then w, scales, biases per weight set}; out[i] = x @ dequant(w_i)^T.
 void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::array>& out,
-                           int group_size, int bits, ActivationPrecision precision) {
+                           int group_size, int bits, ActivationPrecision precision,
+                           PrefillArithmetic prefill) {
   const qmm::IsaKernels& isa = kernels_for(active_isa());
-  const PreparedX x = prepare(in[0], isa, group_size, bits, precision);
+  const PreparedX x = prepare(in[0], isa, group_size, bits, precision, prefill);
   std::vector<qmm::Problem> problems;
   for (std::size_t i = 0; i < out.size(); ++i) {
     const auto &w = in[1 + 3 * i], &scales = in[2 + 3 * i], &biases = in[3 + 3 * i];
@@ -163,12 +177,14 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
                         scales.data<void>(), biases.data<void>(), scalar_type_of(scales.dtype()),
                         out[i].data<void>(), scalar_type_of(out[i].dtype()), x.M, w.shape(0), x.K,
                         group_size, bits, x.xq.data(), x.xq_scales.data(), x.k_padded,
-                        x.x_bf16.data(), x.x_i16.data(), x.x_i16_scales.data()});
+                        x.x_bf16.data(), x.x_i16.data(), x.x_i16_scales.data(), x.x_f16.data(),
+                        x.x_f16_unscale.data()});
   }
   auto kernel = x.int8    ? isa.gemv_int8
                 : x.bf16  ? isa.gemv_bf16_q4
                 : x.int16 ? isa.gemv_int16_q4
                 : x.decode ? isa.gemv
+                : x.fp16   ? isa.gemm_fp16
                            : isa.gemm;
   // Decode splits N into at least a few ranges per thread (claimed
   // dynamically, so a busy core does less), ranges of about
@@ -178,7 +194,7 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
   // Prefill hands out whole weight panels. The ranges of all weight sets
   // form one job.
   auto& pool = ThreadPool::shared();
-  const int align = x.decode ? 8 : isa.column_block;
+  const int align = x.decode ? 8 : x.fp16 ? isa.fp16_column_block : isa.column_block;
   std::vector<ColumnTask> tasks;
   for (const auto& problem : problems) {
     const int units = (problem.N + align - 1) / align;
@@ -202,17 +218,18 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
 class QuantizedMatmulsFast : public FallbackPrimitive {
  public:
   QuantizedMatmulsFast(mx::Stream stream, Fallback fallback, int group_size, int bits,
-                       ActivationPrecision precision)
+                       ActivationPrecision precision, PrefillArithmetic prefill)
       : FallbackPrimitive(stream, std::move(fallback)),
         group_size_(group_size),
         bits_(bits),
-        precision_(precision) {}
+        precision_(precision),
+        prefill_(prefill) {}
 
   void eval_cpu(const Arrays& inputs, Arrays& outputs) override {
     dispatch(inputs, outputs,
-             [group_size = group_size_, bits = bits_, precision = precision_](const Arrays& in,
-                                                                              Arrays& out) {
-               run_quantized_matmuls(in, out, group_size, bits, precision);
+             [group_size = group_size_, bits = bits_, precision = precision_,
+              prefill = prefill_](const Arrays& in, Arrays& out) {
+               run_quantized_matmuls(in, out, group_size, bits, precision, prefill);
              });
   }
   const char* name() const override { return "QuantizedMatmulFast"; }
@@ -227,13 +244,15 @@ class QuantizedMatmulsFast : public FallbackPrimitive {
   }
   bool is_equivalent(const mx::Primitive& other) const override {
     auto& o = static_cast<const QuantizedMatmulsFast&>(other);
-    return group_size_ == o.group_size_ && bits_ == o.bits_ && precision_ == o.precision_;
+    return group_size_ == o.group_size_ && bits_ == o.bits_ && precision_ == o.precision_ &&
+           prefill_ == o.prefill_;
   }
 
  private:
   int group_size_;
   int bits_;
   ActivationPrecision precision_;
+  PrefillArithmetic prefill_;
 };
 
 [[noreturn]] void reject(const std::string& message) {
@@ -278,7 +297,7 @@ std::vector<mx::array> quantized_matmuls_fast(const mx::array& x,
                                               const std::vector<QuantizedWeights>& weights,
                                               int group_size, int bits,
                                               ActivationPrecision precision,
-                                              mx::StreamOrDevice s) {
+                                              PrefillArithmetic prefill, mx::StreamOrDevice s) {
   if (weights.empty()) reject("no weights given");
   std::vector<mx::array> inputs{x};
   std::vector<mx::Shape> shapes;
@@ -303,14 +322,16 @@ std::vector<mx::array> quantized_matmuls_fast(const mx::array& x,
   if (stream.device != mx::Device::cpu) return fallback(inputs);
   return mx::array::make_arrays(
       std::move(shapes), dtypes,
-      std::make_shared<QuantizedMatmulsFast>(stream, fallback, group_size, bits, precision),
+      std::make_shared<QuantizedMatmulsFast>(stream, fallback, group_size, bits, precision, prefill),
       inputs);
 }
 
 mx::array quantized_matmul_fast(const mx::array& x, const mx::array& w, const mx::array& scales,
                                 const mx::array& biases, int group_size, int bits,
-                                ActivationPrecision precision, mx::StreamOrDevice s) {
-  return quantized_matmuls_fast(x, {{w, scales, biases}}, group_size, bits, precision, s)[0];
+                                ActivationPrecision precision, PrefillArithmetic prefill,
+                                mx::StreamOrDevice s) {
+  return quantized_matmuls_fast(x, {{w, scales, biases}}, group_size, bits, precision, prefill,
+                                s)[0];
 }
 
 void set_kernel_threads(int count) {

@@ -330,6 +330,60 @@ TEST(QuantizedMatmulFast, Int16ActivationsAreTheFloatResultOnRoundedX) {
   }
 }
 
+// float16 prefill: prefill shapes on a CPU with AVX512-FP16 stay within
+// the stated bound of the float32 result (float16 rounding of x and w,
+// 32-term float16 partial sums); decode shapes and SIMD levels without the
+// kernel give the float32 result. Rows of very different magnitude (1000x
+// and 0.001x) check the per-row power-of-two scaling: no overflow, no
+// underflow.
+TEST(QuantizedMatmulFast, Float16PrefillStaysWithinItsBound) {
+  ErrorReport report("quantized_matmul_fast float16 prefill vs float32");
+  const mx::Dtype scale_dtypes[] = {mx::float32, mx::bfloat16, mx::float16};
+  const bool has_fp16 = __builtin_cpu_supports("avx512fp16");
+  int seed = 1100;
+  for (int bits : {4, 6, 8}) {
+    for (int group_size : {32, 64, 128}) {
+      for (int K : {96, 384, 640, 1536}) {
+        if (K % group_size != 0) continue;
+        for (int M : {3, 5, 9, 17}) {
+          ++seed;
+          auto q = make_weights(37 + 2 * M, K, group_size, bits, scale_dtypes[seed % 3], seed);
+          auto row_scale = mx::reshape(
+              mx::where(mx::equal(mx::remainder(mx::arange(M), mx::array(3)), mx::array(1)),
+                        mx::array(1000.0f),
+                        mx::where(mx::equal(mx::remainder(mx::arange(M), mx::array(3)), mx::array(2)),
+                                  mx::array(0.001f), mx::array(1.0f))),
+              {M, 1});
+          auto x = mx::multiply(random_normal({M, K}, mx::float32, 1.0f, seed + 1), row_scale);
+          auto reference = stock_in_float32(x, q, group_size, bits);
+          for_each_isa([&](Isa isa) {
+            auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
+                                              ActivationPrecision::float32, PrefillArithmetic::float16);
+            mx::eval(fast);
+            std::ostringstream where;
+            where << "isa=" << isa_name(isa) << " M=" << M << " K=" << K << " group=" << group_size
+                  << " bits=" << bits;
+            // Each row against its own largest |output|, so the small rows
+            // are judged on their own scale.
+            for (int m = 0; m < M; ++m) {
+              auto row = mx::slice(fast, {m, 0}, {m + 1, fast.shape(1)});
+              auto expected = mx::slice(reference, {m, 0}, {m + 1, fast.shape(1)});
+              auto stats = measure_error(row, expected);
+              if (has_fp16 && isa == Isa::avx512 && M > 4) {
+                report.add(stats);
+                EXPECT_LE(stats.max_rel, 3e-3) << where.str() << " row " << m;
+                EXPECT_GT(stats.max_rel, 1e-5) << where.str() << " row " << m << ": not float16";
+              } else {
+                EXPECT_LE(stats.max_rel, 1e-5) << where.str() << " row " << m;
+              }
+            }
+          });
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantizedMatmulFast, SeveralWeightsGiveEachProjectionExactly) {
   const int K = 576;
   std::vector<kernels::QuantizedWeights> weights;
