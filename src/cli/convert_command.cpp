@@ -43,7 +43,7 @@ void register_convert_command(CLI::App& app) {
   command->add_option("--out", arguments->out, "Output directory (must not exist)")->required();
   command
       ->add_option("--bits", arguments->bits,
-                   "Bits for tensors that must be requantized (default: 4; 8 for Q6_K and Q8_K)")
+                   "Bits for tensors that must be requantized (default: 4; 6 for Q6_K, 8 for Q8_K)")
       ->check(CLI::IsMember({2, 3, 4, 5, 6, 8}));
   command->add_option("--group-size", arguments->group_size, "Group size for requantized tensors")
       ->check(CLI::IsMember({32, 64, 128}))

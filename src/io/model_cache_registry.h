@@ -8,9 +8,10 @@
 namespace mlx_cpp {
 
 // Bumped when `convert` writes different files for the same GGUF (2: the
-// legacy quant types keep float16 scales; 3: Q6_K requantized to 8 bits);
+// legacy quant types keep float16 scales; 3: Q6_K requantized to 8 bits;
+// 4: Q6_K requantized to 6 bits);
 // `pull` converts again a model recorded with an older format (or none).
-constexpr int kConverterFormat = 3;
+constexpr int kConverterFormat = 4;
 
 std::filesystem::path registry_path();
 nlohmann::json read_registry();

@@ -65,10 +65,10 @@ void scalar_gemv_int8(const Problem& p, int n_begin, int n_end) {
   }
 }
 
-// The int16-activation reference for 4-bit weights: per group, the exact
-// integer dot of the nibbles q with x_i16, scaled by the weight group's
+// The int16-activation reference for 4- and 6-bit weights: per group, the
+// exact integer dot of the raw values q with x_i16, scaled by the weight group's
 // scale times the x group's scale; the bias term from the float sums of x.
-void scalar_gemv_int16_q4(const Problem& p, int n_begin, int n_end) {
+void scalar_gemv_int16(const Problem& p, int n_begin, int n_end) {
   const int groups = p.K / p.group_size;
   const int scale_stride = int16_scale_stride(p.k_padded, p.group_size);
   float* scale = thread_scratch(0, 2 * static_cast<std::size_t>(groups));
@@ -76,7 +76,7 @@ void scalar_gemv_int16_q4(const Problem& p, int n_begin, int n_end) {
   for (int n = n_begin; n < n_end; ++n) {
     load_as_float(p.scales, p.scale_type, static_cast<std::size_t>(n) * groups, groups, scale);
     load_as_float(p.biases, p.scale_type, static_cast<std::size_t>(n) * groups, groups, bias);
-    const std::uint8_t* packed = p.w + static_cast<std::size_t>(n) * p.K / 2;
+    const std::uint8_t* packed = p.w + static_cast<std::size_t>(n) * p.K * p.bits / 8;
     for (int m = 0; m < p.M; ++m) {
       const std::int16_t* xq = p.x_i16 + static_cast<std::size_t>(m) * p.k_padded;
       const float* x_scale = p.x_i16_scales + static_cast<std::size_t>(m) * scale_stride;
@@ -86,7 +86,7 @@ void scalar_gemv_int16_q4(const Problem& p, int n_begin, int n_end) {
         std::int64_t dot = 0;
         for (int k = g * p.group_size; k < (g + 1) * p.group_size; ++k) {
           const int chunk = k / 64 * 64, lane = k % 64;
-          dot += quantized_value(packed, k, 4) * xq[chunk + (lane % 2) * 32 + lane / 2];
+          dot += quantized_value(packed, k, p.bits) * xq[chunk + (lane % 2) * 32 + lane / 2];
         }
         sum += scale[g] * x_scale[g] * static_cast<float>(dot) + bias[g] * sums[g];
       }
@@ -100,7 +100,8 @@ void scalar_gemv_int16_q4(const Problem& p, int n_begin, int n_end) {
 const IsaKernels& scalar_kernels() {
   static const IsaKernels kernels = [] {
     IsaKernels table{"scalar", 1, 1, scalar_matmul, scalar_matmul, scalar_gemv_int8};
-    table.gemv_int16_q4 = scalar_gemv_int16_q4;
+    table.gemv_int16_q4 = scalar_gemv_int16;
+    table.gemv_int16_q6 = scalar_gemv_int16;
     return table;
   }();
   return kernels;

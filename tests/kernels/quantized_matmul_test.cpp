@@ -268,8 +268,8 @@ mx::array int16_rounded(const mx::array& x, int group_size) {
   return mx::reshape(mx::multiply(q, mx::divide(amax, mx::array(32767.0f))), {M, K});
 }
 
-// int16 activations: with 4-bit weights in decode shapes, on the portable
-// reference and on AVX-512 VNNI, the result is the float32 result on x
+// int16 activations: with 4- and 6-bit weights in decode shapes, on the
+// portable reference and on AVX-512 VNNI (6 bits: and VBMI), the result is the float32 result on x
 // rounded per group to int16, with the bias term on the exact x (the only
 // error is that rounding); every
 // other case (other bits, prefill shapes, SIMD levels without the kernel)
@@ -281,7 +281,7 @@ TEST(QuantizedMatmulFast, Int16ActivationsAreTheFloatResultOnRoundedX) {
   ErrorReport effect_report("quantized_matmul_fast int16 activations vs float32 x (context)");
   const mx::Dtype scale_dtypes[] = {mx::float32, mx::bfloat16, mx::float16};
   int seed = 900;
-  for (int bits : {4, 8}) {
+  for (int bits : {4, 6, 8}) {
     for (int group_size : {32, 64, 128}) {
       for (int K : {128, 96, 576, 640, 1536}) {
         if (K % group_size != 0) continue;
@@ -305,9 +305,10 @@ TEST(QuantizedMatmulFast, Int16ActivationsAreTheFloatResultOnRoundedX) {
             auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
                                               ActivationPrecision::int16);
             mx::eval(fast);
-            const bool int16_kernel = bits == 4 && M <= 4 &&
-                                      (isa == Isa::scalar ||
-                                       (isa == Isa::avx512 && __builtin_cpu_supports("avx512vnni")));
+            const bool simd_kernel = isa == Isa::avx512 && __builtin_cpu_supports("avx512vnni") &&
+                                     (bits == 4 || __builtin_cpu_supports("avx512vbmi"));
+            const bool int16_kernel =
+                (bits == 4 || bits == 6) && M <= 4 && (isa == Isa::scalar || simd_kernel);
             std::ostringstream where;
             where << "isa=" << isa_name(isa) << " M=" << M << " K=" << K << " group=" << group_size
                   << " bits=" << bits;

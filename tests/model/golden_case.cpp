@@ -16,6 +16,8 @@ std::vector<std::string> model_golden_cases() {
     for (const char* quant : {"bf16", "q4", "q8"}) names.push_back(std::string(arch) + "_" + quant);
   // A float32 checkpoint with float32 scales, as converted GGUF K-quants are.
   names.push_back("qwen2_q4f32");
+  // 6-bit weights, as the converter writes GGUF Q6_K.
+  names.push_back("qwen3_q6");
   return names;
 }
 

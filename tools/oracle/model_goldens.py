@@ -2,7 +2,7 @@
 """Goldens for the model parity tests, produced by mlx-lm itself.
 
 For every architecture x {bf16, q4, q8}, plus a float32 qwen2 at q4 group 32
-(float32 scales), this builds a tiny random checkpoint
+(float32 scales) and a qwen3 at 6 bits, this builds a tiny random checkpoint
 with mlx-lm's own model classes and quantize, saves it as an MLX directory,
 reloads it through mlx_lm.utils.load_model (the path users take), and records:
   * the prompt ids,
@@ -66,6 +66,9 @@ QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
 # A float32 checkpoint quantized at group 32 has float32 scales and biases,
 # as the converter writes GGUF K-quants (tested for one architecture).
 FLOAT32_CASE = ("qwen2", "q4f32", (32, 4))
+# 6-bit weights (the converter's form of GGUF Q6_K and mlx-community's
+# 6-bit checkpoints), tested for one architecture.
+SIX_BIT_CASE = ("qwen3", "q6", (64, 6))
 
 # Prompt lengths per case: short, longer than gemma's 16-token window, and
 # (for one model) longer than the 2048-token prefill chunk.
@@ -204,6 +207,10 @@ def main():
     if not only or f"{arch}_{quant_name}" in only:
         cases.append(make_case(args.out, arch, quant_name, ARCHITECTURES[arch], 991, quant,
                                mx.float32))
+        print("wrote", cases[-1], flush=True)
+    arch, quant_name, quant = SIX_BIT_CASE
+    if not only or f"{arch}_{quant_name}" in only:
+        cases.append(make_case(args.out, arch, quant_name, ARCHITECTURES[arch], 993, quant))
         print("wrote", cases[-1], flush=True)
     (args.out / "manifest.json").write_text(json.dumps({"cases": cases, "decode_steps": DECODE_STEPS}))
 

@@ -55,6 +55,7 @@ std::optional<int> usable_group_size(int columns, int requested) {
 int default_requantization_bits(std::uint32_t type_id) {
   switch (static_cast<GgmlType>(type_id)) {
     case GgmlType::kQ6_K:
+      return 6;
     case GgmlType::kQ8_K:
       return 8;
     default:

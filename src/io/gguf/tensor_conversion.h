@@ -39,12 +39,15 @@ struct TensorContext {
 ConvertedTensor convert_tensor(const TensorContext& context, const TensorInfo& tensor,
                                const std::string& hf_name, const QuantizationChoice& choice);
 
-// Requantization bits when --bits is not given: 4, except Q6_K and Q8_K ->
-// 8, so the sensitive tensors llama.cpp kept at 6+ bits stay there. Q6_K
-// goes to 8 bits, not 6: the own 6-bit decode kernel unpacks at ~10 G
-// weights/s per core against ~17 G at 8 bits, so Qwen2.5-1.5B's decode read
-// 9% fewer bytes at 6 bits but ran no faster, and perplexity rose 0.3%
-// (20.95 -> 21.01, tests/data/perplexity_text.md).
+// Requantization bits when --bits is not given: 4, except Q6_K -> 6 and
+// Q8_K -> 8, so the sensitive tensors llama.cpp kept at 6+ bits stay there.
+// Q6_K's 16-weight sub-blocks with int8 scales have no exact affine form at
+// group 32 or more, so it is requantized: at 6 bits, group 64 (6.5 bits per
+// weight with float16 factors, against Q6_K's 6.56) perplexity rises 0.3%
+// over an 8-bit carry (20.95 -> 21.01 on Qwen2.5-1.5B,
+// tests/data/perplexity_text.md) and a decode step reads 9% fewer bytes
+// (1048 against 1156 MB), decoding 3-34% faster (median 7%) on the own
+// 6-bit kernel. --bits 8 keeps the closer carry.
 int default_requantization_bits(std::uint32_t type_id);
 
 // Row order that undoes llama.cpp's permute(w, n_head): GGUF row
