@@ -2,8 +2,9 @@
 // shapes of SmolLM2-135M (K=576; 4-bit and 8-bit, group 32) and
 // Qwen2.5-1.5B (K=1536 and K=8960; 4-bit, group 64), for one row (decode)
 // and 512 rows (prefill). bfloat16 activations and scales, as in the
-// published MLX checkpoints, plus two float32 shapes and the decode shapes
-// with 8-bit activations.
+// published MLX checkpoints, plus two float32 shapes, the decode shapes
+// with 8-bit, bfloat16 and int16 activations, and the prefill shapes in
+// float16.
 #include <string>
 
 #include "bench_common.h"
@@ -36,9 +37,12 @@ const Shape kShapes[] = {
 };
 
 void register_shape(const Shape& shape, int M, mx::Dtype dtype,
-                    ActivationPrecision precision = ActivationPrecision::float32) {
+                    ActivationPrecision precision = ActivationPrecision::float32,
+                    PrefillArithmetic prefill = PrefillArithmetic::float32) {
   const char* activations = precision == ActivationPrecision::int8       ? "int8/"
                             : precision == ActivationPrecision::bfloat16 ? "bf16act/"
+                            : precision == ActivationPrecision::int16    ? "int16act/"
+                            : prefill == PrefillArithmetic::float16      ? "fp16/"
                                                                          : "";
   std::string name = std::string("qmm/") + (dtype == mx::float32 ? "f32/" : "") + activations +
                      shape.model +
@@ -47,14 +51,14 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
                      std::to_string(shape.group_size) + "/M" + std::to_string(M);
   register_pair(
       name,
-      [shape, M, dtype, precision] {
+      [shape, M, dtype, precision, prefill] {
         auto w = random_input({shape.N, shape.K}, dtype, 0.05f, 1);
         auto q = mx::quantize(w, shape.group_size, shape.bits);
         mx::eval(q);
         auto x = random_input({M, shape.K}, dtype, 1.0f, 2);
         int g = shape.group_size, b = shape.bits;
         return OpPair{[=] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, g, b); },
-                      [=] { return quantized_matmul_fast(x, q[0], q[1], q[2], g, b, precision); }};
+                      [=] { return quantized_matmul_fast(x, q[0], q[1], q[2], g, b, precision, prefill); }};
       },
       M > 64);
 }
@@ -68,6 +72,11 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
   // activations (integer dot products), which it does not use.
   for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::bfloat16);
   for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int8);
+  // The model's modes: int16 decode activations, float16 prefill.
+  for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int16);
+  for (const auto& shape : kShapes) {
+    register_shape(shape, 512, mx::bfloat16, ActivationPrecision::float32, PrefillArithmetic::float16);
+  }
   // float32 activations and scales take MLX's vectorized (8-wide, float
   // accumulating) CPU path instead of the scalar bfloat16 one.
   for (int M : {1, 512}) {
