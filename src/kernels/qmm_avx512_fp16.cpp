@@ -41,56 +41,93 @@ constexpr int kDepth = 256;       // KC: a multiple of every group size
 constexpr int kFlushDepth = 32;   // products summed in float16
 constexpr float kRowMax = 32.0f;  // largest |x| after the row's scaling
 
-template <int Bits>
-constexpr int kChunkWeights = Bits == 4 ? 32 : 16;
-template <int Bits>
-constexpr int kChunkBytes = kChunkWeights<Bits> * Bits / 8;
-
 // The panel pairs k: element [k / 2][j] is the float16 weights of column j
 // at k (low half) and k + 1 (high half). A 32-bit broadcast of x's halves
 // at k and k + 1 then meets it lane for lane, so the micro-kernel needs no
 // 16-bit broadcast (a shuffle on the FMA's port) and each column's two
 // lanes are added at the end.
-//
+
+// r[i] <- column i of the 16 x 16 matrix of 32-bit elements whose rows are
+// r[0..15]: unpacks of 32- and 64-bit elements, then of 128-bit lanes.
+void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int h = 0; h < 16; h += 8) {
+    for (int i = 0; i < 4; ++i) {
+      t[h + i] = _mm512_shuffle_i32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_i32x4(r[h + i], r[h + i + 4], 0xdd);
+    }
+  }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+
+// The 16 pairs (k, k + 1) of 32 k from `packed` (the start of the row's
+// 32 k), dequantized with one group's scale and bias.
+template <int Bits>
+__m512i dequantized_pairs(const std::uint8_t* packed, __m512 s, __m512 b) {
+  if constexpr (Bits == 4) {
+    // Lane i of the low nibbles holds k = 2i, of the high nibbles 2i + 1.
+    __m512 even, odd;
+    Vec::unpack4(packed, even, odd);
+    const __m512i low =
+        _mm512_cvtepu16_epi32(_mm512_cvtps_ph(_mm512_fmadd_ps(even, s, b), _MM_FROUND_TO_NEAREST_INT));
+    const __m512i high =
+        _mm512_cvtepu16_epi32(_mm512_cvtps_ph(_mm512_fmadd_ps(odd, s, b), _MM_FROUND_TO_NEAREST_INT));
+    return _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
+  } else {
+    // Two chunks of 16 consecutive k: their 32 halves in order are the
+    // 16 pairs.
+    constexpr int kBytes = 16 * Bits / 8;
+    const __m512 q0 = Bits == 6 ? Vec::unpack6(packed) : Vec::unpack8(packed);
+    const __m512 q1 = Bits == 6 ? Vec::unpack6(packed + kBytes) : Vec::unpack8(packed + kBytes);
+    const __m256i h0 = _mm512_cvtps_ph(_mm512_fmadd_ps(q0, s, b), _MM_FROUND_TO_NEAREST_INT);
+    const __m256i h1 = _mm512_cvtps_ph(_mm512_fmadd_ps(q1, s, b), _MM_FROUND_TO_NEAREST_INT);
+    return _mm512_inserti64x4(_mm512_castsi256_si512(h0), h1, 1);
+  }
+}
+
 // Dequantizes weight rows [n0, n0 + 32) x k [k0, k0 + depth) into that
-// layout; rows past N are zero.
+// layout, 16 columns at a time: each column's 16 pairs of 32 k form a
+// vector, and a 16 x 16 transpose turns them into 16 rows of the panel;
+// rows past N are zero.
 template <int Bits>
 void pack_panel(const Problem& p, int n0, int k0, int depth, std::uint32_t* panel) {
-  alignas(64) std::uint32_t pairs[16];
-  float group_scale[kDepth / 32];
-  float group_bias[kDepth / 32];
+  constexpr int kGroupsMax = kDepth / 32;
+  float group_scale[16][kGroupsMax];
+  float group_bias[16][kGroupsMax];
+  const std::uint8_t* packed[16];
   const int groups = p.K / p.group_size;
-  for (int j = 0; j < kColumns; ++j) {
-    const int n = n0 + j;
-    if (n >= p.N) {
-      for (int k = 0; k < depth; k += 2) panel[k / 2 * kColumns + j] = 0;
-      continue;
+  for (int j0 = 0; j0 < kColumns; j0 += 16) {
+    const int valid = p.N - (n0 + j0) < 16 ? p.N - (n0 + j0) : 16;
+    for (int j = 0; j < valid; ++j) {
+      const int n = n0 + j0 + j;
+      const std::size_t first_group = static_cast<std::size_t>(n) * groups + k0 / p.group_size;
+      load_as_float(p.scales, p.scale_type, first_group, depth / p.group_size, group_scale[j]);
+      load_as_float(p.biases, p.scale_type, first_group, depth / p.group_size, group_bias[j]);
+      packed[j] = p.w + (static_cast<std::size_t>(n) * p.K + k0) * Bits / 8;
     }
-    const std::size_t first_group = static_cast<std::size_t>(n) * groups + k0 / p.group_size;
-    load_as_float(p.scales, p.scale_type, first_group, depth / p.group_size, group_scale);
-    load_as_float(p.biases, p.scale_type, first_group, depth / p.group_size, group_bias);
-    const std::uint8_t* packed = p.w + (static_cast<std::size_t>(n) * p.K + k0) * Bits / 8;
-    for (int k = 0; k < depth; k += kChunkWeights<Bits>, packed += kChunkBytes<Bits>) {
-      const __m512 s = _mm512_set1_ps(group_scale[k / p.group_size]);
-      const __m512 b = _mm512_set1_ps(group_bias[k / p.group_size]);
-      if constexpr (Bits == 4) {
-        // Lane i of the low nibbles holds k = 2i, of the high nibbles 2i + 1:
-        // pair i is (low lane i, high lane i).
-        __m512 even, odd;
-        Vec::unpack4(packed, even, odd);
-        const __m512i low = _mm512_cvtepu16_epi32(
-            _mm512_cvtps_ph(_mm512_fmadd_ps(even, s, b), _MM_FROUND_TO_NEAREST_INT));
-        const __m512i high = _mm512_cvtepu16_epi32(
-            _mm512_cvtps_ph(_mm512_fmadd_ps(odd, s, b), _MM_FROUND_TO_NEAREST_INT));
-        _mm512_store_si512(pairs, _mm512_or_si512(low, _mm512_slli_epi32(high, 16)));
-        for (int i = 0; i < 16; ++i) panel[(k / 2 + i) * kColumns + j] = pairs[i];
-      } else {
-        // 16 consecutive k: their halves read as 8 pairs.
-        const __m512 q = Bits == 6 ? Vec::unpack6(packed) : Vec::unpack8(packed);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(pairs),
-                           _mm512_cvtps_ph(_mm512_fmadd_ps(q, s, b), _MM_FROUND_TO_NEAREST_INT));
-        for (int i = 0; i < 8; ++i) panel[(k / 2 + i) * kColumns + j] = pairs[i];
+    for (int k = 0; k < depth; k += 32) {
+      __m512i rows[16];
+      const int g = k / p.group_size;
+      for (int j = 0; j < 16; ++j) {
+        rows[j] = j < valid ? dequantized_pairs<Bits>(packed[j] + k * Bits / 8, _mm512_set1_ps(group_scale[j][g]),
+                                                      _mm512_set1_ps(group_bias[j][g]))
+                            : _mm512_setzero_si512();
       }
+      transpose16(rows);
+      for (int i = 0; i < 16; ++i) _mm512_storeu_si512(panel + (k / 2 + i) * kColumns + j0, rows[i]);
     }
   }
 }
