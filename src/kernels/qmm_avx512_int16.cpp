@@ -45,14 +45,7 @@ constexpr int kBits = 4;
 }  // namespace
 
 void avx512_vnni_gemv_int16_q4(const Problem& p, int n_begin, int n_end) {
-  switch (p.group_size) {
-    case 32:
-      return gemv_scale_type<32>(p, n_begin, n_end);
-    case 64:
-      return gemv_scale_type<64>(p, n_begin, n_end);
-    default:
-      return gemv_scale_type<128>(p, n_begin, n_end);
-  }
+  gemv_int16(p, n_begin, n_end);
 }
 
 }  // namespace mlx_cpp::kernels::qmm

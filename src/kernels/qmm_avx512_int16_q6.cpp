@@ -29,14 +29,7 @@ constexpr int kBits = 6;
 }  // namespace
 
 void avx512_vbmi_gemv_int16_q6(const Problem& p, int n_begin, int n_end) {
-  switch (p.group_size) {
-    case 32:
-      return gemv_scale_type<32>(p, n_begin, n_end);
-    case 64:
-      return gemv_scale_type<64>(p, n_begin, n_end);
-    default:
-      return gemv_scale_type<128>(p, n_begin, n_end);
-  }
+  gemv_int16(p, n_begin, n_end);
 }
 
 }  // namespace mlx_cpp::kernels::qmm
