@@ -15,6 +15,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -221,7 +222,10 @@ void prepare_x_float16(const float* x, int M, int K, std::uint16_t* x_f16, float
     float amax = _mm512_reduce_max_ps(largest);
     for (; k < K; ++k) amax = amax > std::fabs(row[k]) ? amax : std::fabs(row[k]);
     // A power of two keeps the scaling exact.
-    const int exponent = amax > 0.0f ? static_cast<int>(std::ceil(std::log2(amax / kRowMax))) : 0;
+    // A row of subnormal values would ask for 2^127 and more; such values
+    // flush to zero in float16 whatever the scale.
+    const int exponent =
+        amax > 0.0f ? std::max(-100, static_cast<int>(std::ceil(std::log2(amax / kRowMax)))) : 0;
     const float scale = std::ldexp(1.0f, -exponent);
     unscale[m] = std::ldexp(1.0f, exponent);
     std::uint16_t* out = x_f16 + static_cast<std::size_t>(m) * K;

@@ -383,6 +383,13 @@ TEST(QuantizedMatmulFast, Float16PrefillStaysWithinItsBound) {
       }
     }
   }
+  // Rows of subnormal values: finite results (they flush to zero in
+  // float16 whatever the row's scaling).
+  auto tiny = mx::multiply(random_normal({8, 256}, mx::float32, 1.0f, 1200), mx::array(1e-39f));
+  auto q = make_weights(40, 256, 64, 4, mx::float32, 1201);
+  auto out = quantized_matmul_fast(tiny, q.w, q.scales, q.biases, 64, 4, ActivationPrecision::float32,
+                                   PrefillArithmetic::float16);
+  EXPECT_TRUE(mx::all(mx::isfinite(out)).item<bool>());
 }
 
 TEST(QuantizedMatmulFast, SeveralWeightsGiveEachProjectionExactly) {
