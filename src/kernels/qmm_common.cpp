@@ -133,9 +133,8 @@ void quantize_activations_int16(const float* x, int M, int K, int group_size, in
       scales[g] = amax / 32767.0f;
       const float inverse = amax > 0.0f ? 32767.0f / amax : 0.0f;
       for (int i = 0; i < group_size; ++i) {
-        const int k = g * group_size + i, chunk = k / 64 * 64, lane = k % 64;
         const long rounded = std::clamp(std::lrintf(block[i] * inverse), -32767L, 32767L);
-        out[chunk + (lane % 2) * 32 + lane / 2] = static_cast<std::int16_t>(rounded);
+        out[even_odd_position(g * group_size + i)] = static_cast<std::int16_t>(rounded);
       }
     }
   }

@@ -37,7 +37,7 @@ struct Problem {
   // up to 64, zero-filled) apart, each 64 k as the 32 even k then the 32 odd
   // k; x_group_sums are then sums of the rounded x.
   const std::uint16_t* x_bf16 = nullptr;
-  // Only for gemv_int16_q4: x rounded to int16 per group of k (scale = max
+  // Only for gemv_int16_q4/q6: x rounded to int16 per group of k (scale = max
   // |x| / 32767 of the group), rows k_padded (K rounded up to 64,
   // zero-filled) apart, each 64 k as the 32 even k then the 32 odd k;
   // x_i16_scales rows int16_scale_stride(k_padded, group_size) apart, zero
@@ -106,6 +106,16 @@ int quantized_value(const std::uint8_t* packed_row, int k, int bits);
 int int8_padded_k(const IsaKernels& isa, int K);
 void quantize_activations(const IsaKernels& isa, const float* x, int M, int K, int bits,
                           std::int8_t* xq, float* xq_scales);
+
+// The layout of Problem::x_bf16 and x_i16: rows of K rounded up to 64,
+// each 64 k as the 32 even k then the 32 odd k (the order in which the low
+// and high nibbles of 32 packed bytes come out).
+constexpr int even_odd_padded_k(int K) {
+  return (K + 63) / 64 * 64;
+}
+constexpr int even_odd_position(int k) {
+  return k / 64 * 64 + (k % 2) * 32 + k % 64 / 2;
+}
 
 // Rows of x [M, K] (natural k order, float32) rounded to int16 in the
 // layout of Problem::x_i16, with their scales.

@@ -6,11 +6,16 @@ namespace mlx_cpp::kernels::qmm {
 
 namespace {
 
-void dequantize_row(const Problem& p, int n, float* scale, float* bias, float* w_row) {
+// Weight row n's scales and biases as float32; returns its packed values.
+const std::uint8_t* load_row(const Problem& p, int n, float* scale, float* bias) {
   const int groups = p.K / p.group_size;
   load_as_float(p.scales, p.scale_type, static_cast<std::size_t>(n) * groups, groups, scale);
   load_as_float(p.biases, p.scale_type, static_cast<std::size_t>(n) * groups, groups, bias);
-  const std::uint8_t* packed = p.w + static_cast<std::size_t>(n) * p.K * p.bits / 8;
+  return p.w + static_cast<std::size_t>(n) * p.K * p.bits / 8;
+}
+
+void dequantize_row(const Problem& p, int n, float* scale, float* bias, float* w_row) {
+  const std::uint8_t* packed = load_row(p, n, scale, bias);
   for (int k = 0; k < p.K; ++k) {
     int q = quantized_value(packed, k, p.bits);
     int g = k / p.group_size;
@@ -44,9 +49,7 @@ void scalar_gemv_int8(const Problem& p, int n_begin, int n_end) {
   float* scale = thread_scratch(0, 2 * static_cast<std::size_t>(groups));
   float* bias = scale + groups;
   for (int n = n_begin; n < n_end; ++n) {
-    load_as_float(p.scales, p.scale_type, static_cast<std::size_t>(n) * groups, groups, scale);
-    load_as_float(p.biases, p.scale_type, static_cast<std::size_t>(n) * groups, groups, bias);
-    const std::uint8_t* packed = p.w + static_cast<std::size_t>(n) * p.K * p.bits / 8;
+    const std::uint8_t* packed = load_row(p, n, scale, bias);
     for (int m = 0; m < p.M; ++m) {
       const std::int8_t* xq = p.xq + static_cast<std::size_t>(m) * p.k_padded;
       const float* xq_scale = p.xq_scales + static_cast<std::size_t>(m) * scale_stride;
@@ -74,9 +77,7 @@ void scalar_gemv_int16(const Problem& p, int n_begin, int n_end) {
   float* scale = thread_scratch(0, 2 * static_cast<std::size_t>(groups));
   float* bias = scale + groups;
   for (int n = n_begin; n < n_end; ++n) {
-    load_as_float(p.scales, p.scale_type, static_cast<std::size_t>(n) * groups, groups, scale);
-    load_as_float(p.biases, p.scale_type, static_cast<std::size_t>(n) * groups, groups, bias);
-    const std::uint8_t* packed = p.w + static_cast<std::size_t>(n) * p.K * p.bits / 8;
+    const std::uint8_t* packed = load_row(p, n, scale, bias);
     for (int m = 0; m < p.M; ++m) {
       const std::int16_t* xq = p.x_i16 + static_cast<std::size_t>(m) * p.k_padded;
       const float* x_scale = p.x_i16_scales + static_cast<std::size_t>(m) * scale_stride;
@@ -85,8 +86,7 @@ void scalar_gemv_int16(const Problem& p, int n_begin, int n_end) {
       for (int g = 0; g < groups; ++g) {
         std::int64_t dot = 0;
         for (int k = g * p.group_size; k < (g + 1) * p.group_size; ++k) {
-          const int chunk = k / 64 * 64, lane = k % 64;
-          dot += quantized_value(packed, k, p.bits) * xq[chunk + (lane % 2) * 32 + lane / 2];
+          dot += quantized_value(packed, k, p.bits) * xq[even_odd_position(k)];
         }
         sum += scale[g] * x_scale[g] * static_cast<float>(dot) + bias[g] * sums[g];
       }

@@ -85,10 +85,7 @@ void pack_bfloat16_rows(const std::vector<float>& x_natural, int M, int K, int k
     const float* row = x_natural.data() + static_cast<std::size_t>(m) * K;
     std::uint16_t* out = dst + static_cast<std::size_t>(m) * k_padded;
     std::fill(out, out + k_padded, std::uint16_t{0});
-    for (int k = 0; k < K; ++k) {
-      const int chunk = k / 64 * 64, i = k % 64;
-      out[chunk + (i % 2) * 32 + i / 2] = bfloat16_bits(row[k]);
-    }
+    for (int k = 0; k < K; ++k) out[qmm::even_odd_position(k)] = bfloat16_bits(row[k]);
   }
 }
 
@@ -132,7 +129,7 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   prepare_x(x, p.M, p.K, group_size, interleave, round, p.x_float.data(),
             p.decode ? p.group_sums.data() : nullptr);
   if (p.bf16) {
-    p.k_padded = (p.K + 63) / 64 * 64;
+    p.k_padded = qmm::even_odd_padded_k(p.K);
     p.x_bf16.resize(static_cast<std::size_t>(p.M) * p.k_padded);
     pack_bfloat16_rows(p.x_float, p.M, p.K, p.k_padded, p.x_bf16.data());
   }
@@ -142,7 +139,7 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
     isa.prepare_x_fp16(p.x_float.data(), p.M, p.K, p.x_f16.data(), p.x_f16_unscale.data());
   }
   if (p.int16) {
-    p.k_padded = (p.K + 63) / 64 * 64;
+    p.k_padded = qmm::even_odd_padded_k(p.K);
     p.x_i16.resize(static_cast<std::size_t>(p.M) * p.k_padded);
     p.x_i16_scales.resize(static_cast<std::size_t>(p.M) *
                           qmm::int16_scale_stride(p.k_padded, group_size));
