@@ -221,9 +221,9 @@ void prepare_x_float16(const float* x, int M, int K, std::uint16_t* x_f16, float
     for (; k + 16 <= K; k += 16) largest = _mm512_max_ps(largest, _mm512_abs_ps(_mm512_loadu_ps(row + k)));
     float amax = _mm512_reduce_max_ps(largest);
     for (; k < K; ++k) amax = amax > std::fabs(row[k]) ? amax : std::fabs(row[k]);
-    // A power of two keeps the scaling exact.
-    // A row of subnormal values would ask for 2^127 and more; such values
-    // flush to zero in float16 whatever the scale.
+    // A power of two keeps the scaling exact. A row of subnormal values
+    // would ask for 2^127 and more; such values flush to zero in float16
+    // whatever the scale.
     const int exponent =
         amax > 0.0f ? std::max(-100, static_cast<int>(std::ceil(std::log2(amax / kRowMax)))) : 0;
     const float scale = std::ldexp(1.0f, -exponent);
