@@ -28,6 +28,7 @@ struct BenchArguments {
   int runs = 5;
   int threads = 0;
   std::string kernels = "fast";
+  bool unfused = false;
   bool json = false;
 };
 
@@ -58,7 +59,10 @@ void run_bench(const BenchArguments& args) {
   kernels::set_kernel_threads(args.threads);
   const auto directory = resolve_model_argument(args.model);
   const KernelMode kernels = parse_kernel_mode(args.kernels);
-  auto loaded = load_model(directory, {kernels});
+  LoadOptions options;
+  options.kernels = kernels;
+  options.fused_decode = !args.unfused;
+  auto loaded = load_model(directory, options);
   std::mt19937 random(0);
   std::uniform_int_distribution<int> token(0, loaded.model->vocab_size() - 1);
   std::vector<int> prompt(args.prompt_tokens);
@@ -134,6 +138,9 @@ void register_bench_command(CLI::App& app) {
   command->add_option("-t,--threads", args->threads, "Kernel threads (0 = all cores)")
       ->capture_default_str();
   add_kernels_option(command, args->kernels);
+  command->add_flag("--unfused", args->unfused,
+                    "Decode every block as its op graph, not as one fused node (to measure the "
+                    "fused step against)");
   command->add_flag("--json", args->json, "Print a JSON report");
   command->callback([args] { run_bench(*args); });
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/eager.h"
 #include "kernels/kernels.h"
 #include "kernels/primitive_base.h"
 #include "kernels/thread_pool.h"
@@ -138,9 +139,11 @@ struct Geometry {
   int visible_keys(int row) const { return causal ? S - L + row + 1 : S; }
 };
 
-Geometry plan(const mx::array& q, const mx::array& k, const mx::array& v, bool causal) {
+// Attends over the first key_count positions of k and v.
+Geometry plan(const mx::array& q, const mx::array& k, const mx::array& v, bool causal,
+              int key_count) {
   Geometry g{q.shape(0), q.shape(1), k.shape(1), q.shape(2),
-             k.shape(2), q.shape(3), v.shape(3), q.shape(1) / k.shape(1),
+             key_count,  q.shape(3), v.shape(3), q.shape(1) / k.shape(1),
              causal};
   g.rows_per_block = std::min(g.L, (kQueryVectorsPerTask + g.group - 1) / g.group);
   g.row_blocks = (g.L + g.rows_per_block - 1) / g.rows_per_block;
@@ -352,8 +355,9 @@ void merge_chunks(const Geometry& g, const SoftmaxState& partials, Range range, 
   }
 }
 
-void run_attention(const std::vector<mx::array>& in, mx::array& out, float scale, bool causal) {
-  const Geometry g = plan(in[0], in[1], in[2], causal);
+void run_attention(const std::vector<mx::array>& in, mx::array& out, float scale, bool causal,
+                   int key_count) {
+  const Geometry g = plan(in[0], in[1], in[2], causal, key_count);
   AttentionInputs inputs{
       g, StridedRows(in[0]), StridedRows(in[1]), StridedRows(in[2]), std::nullopt, scale};
   if (in.size() > 3) inputs.mask.emplace(in[3]);
@@ -398,7 +402,7 @@ class AttentionFast : public FallbackPrimitive {
     dispatch(
         inputs, outputs,
         [scale = scale_, causal = causal_](const Arrays& in, Arrays& out) {
-          run_attention(in, out[0], scale, causal);
+          run_attention(in, out[0], scale, causal, in[1].shape(2));
         },
         0);
   }
@@ -484,6 +488,11 @@ mx::array attention_fast(const mx::array& q, const mx::array& k, const mx::array
       out_shape, out_type,
       std::make_shared<AttentionFast>(stream, fallback, scale, causal, mask.has_value()),
       std::move(inputs));
+}
+
+void eager::attention(const mx::array& q, const mx::array& k, const mx::array& v, float scale,
+                      int key_count, mx::array& out) {
+  run_attention({q, k, v}, out, scale, false, key_count);
 }
 
 }  // namespace mlx_cpp::kernels

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kernels/eager.h"
 #include "kernels/kernels.h"
 #include "kernels/primitive_base.h"
 #include "kernels/thread_pool.h"
@@ -43,9 +44,7 @@ class GatedActivationFast : public FallbackPrimitive {
 
   void eval_cpu(const Arrays& inputs, Arrays& outputs) override {
     dispatch(inputs, outputs, [activation = activation_](const Arrays& in, Arrays& out) {
-      const int blocks = static_cast<int>((out[0].size() + kBlock - 1) / kBlock);
-      parallel_ranges(blocks, 16,
-                      [&](Range r) { activate_blocks(in[0], in[1], activation, out[0], r); });
+      eager::gated_activation(in[0], in[1], activation, out[0]);
     });
   }
   const char* name() const override { return "GatedActivationFast"; }
@@ -94,8 +93,13 @@ mx::array gated_activation_fast(const mx::array& gate, const mx::array& up,
   auto stream = mx::to_stream(s);
   if (stream.device != mx::Device::cpu) return fallback({gate, up})[0];
   return mx::array(gate.shape(), mx::promote_types(gate.dtype(), up.dtype()),
-                   std::make_shared<GatedActivationFast>(stream, fallback, activation),
-                   {gate, up});
+                   std::make_shared<GatedActivationFast>(stream, fallback, activation), {gate, up});
+}
+
+void eager::gated_activation(const mx::array& gate, const mx::array& up, GatedActivation activation,
+                             mx::array& out) {
+  const int blocks = static_cast<int>((out.size() + kBlock - 1) / kBlock);
+  parallel_ranges(blocks, 16, [&](Range r) { activate_blocks(gate, up, activation, out, r); });
 }
 
 }  // namespace mlx_cpp::kernels

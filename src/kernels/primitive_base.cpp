@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/eager.h"
+
 namespace mlx_cpp::kernels {
 
 namespace mx = mlx::core;
@@ -38,16 +40,20 @@ void copy_strided(const mx::array& src, const char* from, char*& to, int dim) {
 
 mx::array row_contiguous_copy(const mx::array& src) {
   mx::array copy(mx::allocator::malloc(src.nbytes()), src.shape(), src.dtype());
-  if (src.ndim() == 0 || src.size() == 0) {
-    std::memcpy(copy.data<char>(), src.data<char>(), src.nbytes());
-    return copy;
-  }
-  char* to = copy.data<char>();
-  copy_strided(src, src.data<char>(), to, 0);
+  eager::copy(src, copy);
   return copy;
 }
 
 }  // namespace
+
+void eager::copy(const mx::array& src, mx::array& dst) {
+  if (src.ndim() == 0 || src.size() == 0) {
+    std::memcpy(dst.data<char>(), src.data<char>(), src.nbytes());
+    return;
+  }
+  char* to = dst.data<char>();
+  copy_strided(src, src.data<char>(), to, 0);
+}
 
 void FallbackPrimitive::eval_gpu(const Arrays&, Arrays&) {
   throw std::runtime_error(std::string("[") + name() + "] has no GPU kernel; use the fallback");

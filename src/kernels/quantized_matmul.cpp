@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "kernels/eager.h"
 #include "kernels/kernels.h"
 #include "kernels/primitive_base.h"
 #include "kernels/qmm_kernels.h"
@@ -121,7 +122,8 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   p.fp16 = !p.decode && prefill == PrefillArithmetic::float16 && isa.gemm_fp16;
   // The int8, bfloat16, int16 and float16 kernels read x in natural order
   // from x_float.
-  const int interleave = bits == 4 && !p.int8 && !p.bf16 && !p.int16 && !p.fp16 ? isa.interleave : 1;
+  const int interleave =
+      bits == 4 && !p.int8 && !p.bf16 && !p.int16 && !p.fp16 ? isa.interleave : 1;
   p.x_float.resize(static_cast<std::size_t>(p.M) * p.K);
   // Only the gemv kernels take the bias term from sums of x; the gemm
   // kernels dequantize the bias into their panels.
@@ -171,16 +173,31 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
   std::vector<qmm::Problem> problems;
   for (std::size_t i = 0; i < out.size(); ++i) {
     const auto &w = in[1 + 3 * i], &scales = in[2 + 3 * i], &biases = in[3 + 3 * i];
-    problems.push_back({x.x_float.data(), x.group_sums.data(), w.data<std::uint8_t>(),
-                        scales.data<void>(), biases.data<void>(), scalar_type_of(scales.dtype()),
-                        out[i].data<void>(), scalar_type_of(out[i].dtype()), x.M, w.shape(0), x.K,
-                        group_size, bits, x.xq.data(), x.xq_scales.data(), x.k_padded,
-                        x.x_bf16.data(), x.x_i16.data(), x.x_i16_scales.data(), x.x_f16.data(),
+    problems.push_back({x.x_float.data(),
+                        x.group_sums.data(),
+                        w.data<std::uint8_t>(),
+                        scales.data<void>(),
+                        biases.data<void>(),
+                        scalar_type_of(scales.dtype()),
+                        out[i].data<void>(),
+                        scalar_type_of(out[i].dtype()),
+                        x.M,
+                        w.shape(0),
+                        x.K,
+                        group_size,
+                        bits,
+                        x.xq.data(),
+                        x.xq_scales.data(),
+                        x.k_padded,
+                        x.x_bf16.data(),
+                        x.x_i16.data(),
+                        x.x_i16_scales.data(),
+                        x.x_f16.data(),
                         x.x_f16_unscale.data()});
   }
-  auto kernel = x.int8    ? isa.gemv_int8
-                : x.bf16  ? isa.gemv_bf16_q4
-                : x.int16 ? (bits == 4 ? isa.gemv_int16_q4 : isa.gemv_int16_q6)
+  auto kernel = x.int8     ? isa.gemv_int8
+                : x.bf16   ? isa.gemv_bf16_q4
+                : x.int16  ? (bits == 4 ? isa.gemv_int16_q4 : isa.gemv_int16_q6)
                 : x.decode ? isa.gemv
                 : x.fp16   ? isa.gemm_fp16
                            : isa.gemm;
@@ -225,8 +242,8 @@ class QuantizedMatmulsFast : public FallbackPrimitive {
 
   void eval_cpu(const Arrays& inputs, Arrays& outputs) override {
     dispatch(inputs, outputs,
-             [group_size = group_size_, bits = bits_, precision = precision_,
-              prefill = prefill_](const Arrays& in, Arrays& out) {
+             [group_size = group_size_, bits = bits_, precision = precision_, prefill = prefill_](
+                 const Arrays& in, Arrays& out) {
                run_quantized_matmuls(in, out, group_size, bits, precision, prefill);
              });
   }
@@ -318,10 +335,10 @@ std::vector<mx::array> quantized_matmuls_fast(const mx::array& x,
   };
   auto stream = mx::to_stream(s);
   if (stream.device != mx::Device::cpu) return fallback(inputs);
-  return mx::array::make_arrays(
-      std::move(shapes), dtypes,
-      std::make_shared<QuantizedMatmulsFast>(stream, fallback, group_size, bits, precision, prefill),
-      inputs);
+  return mx::array::make_arrays(std::move(shapes), dtypes,
+                                std::make_shared<QuantizedMatmulsFast>(stream, fallback, group_size,
+                                                                       bits, precision, prefill),
+                                inputs);
 }
 
 mx::array quantized_matmul_fast(const mx::array& x, const mx::array& w, const mx::array& scales,
@@ -330,6 +347,14 @@ mx::array quantized_matmul_fast(const mx::array& x, const mx::array& w, const mx
                                 mx::StreamOrDevice s) {
   return quantized_matmuls_fast(x, {{w, scales, biases}}, group_size, bits, precision, prefill,
                                 s)[0];
+}
+
+void eager::quantized_matmuls(const mx::array& x, const std::vector<QuantizedWeights>& weights,
+                              int group_size, int bits, ActivationPrecision precision,
+                              PrefillArithmetic prefill, std::vector<mx::array>& out) {
+  std::vector<mx::array> in{x};
+  for (const auto& q : weights) in.insert(in.end(), {q.w, q.scales, q.biases});
+  run_quantized_matmuls(in, out, group_size, bits, precision, prefill);
 }
 
 void set_kernel_threads(int count) {

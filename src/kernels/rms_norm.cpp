@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kernels/eager.h"
 #include "kernels/kernels.h"
 #include "kernels/primitive_base.h"
 #include "kernels/thread_pool.h"
@@ -40,7 +41,8 @@ void normalize_rows(const mx::array& x, const mx::array* residual, const mx::arr
       for (int i = 0; i < D; ++i) row[i] += residual_row[i];
       const auto sum_type = scalar_type_of(sum->dtype());
       ops.store(row.data(), D, sum->data<void>(), sum_type, offset);
-      if (sum_type != ScalarType::float32) ops.load(sum->data<void>(), sum_type, offset, D, row.data());
+      if (sum_type != ScalarType::float32)
+        ops.load(sum->data<void>(), sum_type, offset, D, row.data());
     }
     float inverse_rms = 1.0f / std::sqrt(ops.sum_squares(row.data(), D) / D + eps);
     ops.scale(inverse_rms, row.data(), D);
@@ -55,6 +57,29 @@ void normalize_rows(const mx::array& x, const mx::array* residual, const mx::arr
   }
 }
 
+// Every row of x, spread over the thread pool.
+void normalize(const mx::array& x, const mx::array* residual, const mx::array& weight,
+               bool has_weight, float eps, mx::array* sum, mx::array& out) {
+  const int D = x.shape(-1);
+  const int rows = static_cast<int>(x.size() / D);
+  parallel_ranges(rows, std::max(1, 32768 / D), [&](Range r) {
+    normalize_rows(x, residual, weight, has_weight, eps, sum, out, r);
+  });
+}
+
+// The weight in out's dtype, as the op's astype gives it.
+mx::array weight_as(const mx::array& weight, mx::Dtype dtype) {
+  if (weight.dtype() == dtype) return weight;
+  auto converted = eager::allocated_array(weight.shape(), dtype);
+  const VectorOps& ops = vector_ops();
+  std::vector<float> row(weight.size());
+  ops.load(weight.data<void>(), scalar_type_of(weight.dtype()), 0, static_cast<int>(row.size()),
+           row.data());
+  ops.store(row.data(), static_cast<int>(row.size()), converted.data<void>(), scalar_type_of(dtype),
+            0);
+  return converted;
+}
+
 class RmsNormFast : public FallbackPrimitive {
  public:
   RmsNormFast(mx::Stream stream, Fallback fallback, float eps, bool has_weight)
@@ -65,12 +90,8 @@ class RmsNormFast : public FallbackPrimitive {
     dispatch(inputs, outputs,
              [eps = eps_, has_weight = has_weight_](const Arrays& in, Arrays& out) {
                const bool add = in.size() == 3;
-               const int D = in[0].shape(-1);
-               const int rows = static_cast<int>(in[0].size() / D);
-               parallel_ranges(rows, std::max(1, 32768 / D), [&](Range r) {
-                 normalize_rows(in[0], add ? &in[1] : nullptr, in.back(), has_weight, eps,
-                                add ? &out[0] : nullptr, out.back(), r);
-               });
+               normalize(in[0], add ? &in[1] : nullptr, in.back(), has_weight, eps,
+                         add ? &out[0] : nullptr, out.back());
              });
   }
   const char* name() const override { return "RmsNormFast"; }
@@ -124,8 +145,8 @@ mx::array rms_norm_fast(const mx::array& x, const std::optional<mx::array>& weig
 }
 
 std::pair<mx::array, mx::array> add_rms_norm_fast(const mx::array& x, const mx::array& residual,
-                                                  const std::optional<mx::array>& weight,
-                                                  float eps, mx::StreamOrDevice s) {
+                                                  const std::optional<mx::array>& weight, float eps,
+                                                  mx::StreamOrDevice s) {
   if (x.shape() != residual.shape() || !is_float_dtype(residual.dtype())) {
     std::ostringstream msg;
     msg << "residual must be a float array of x's shape " << x.shape() << ", got "
@@ -150,6 +171,15 @@ std::pair<mx::array, mx::array> add_rms_norm_fast(const mx::array& x, const mx::
       std::make_shared<RmsNormFast>(stream, fallback, eps, weight.has_value()),
       {x, residual, weight_in});
   return {outputs[0], outputs[1]};
+}
+
+void eager::rms_norm(const mx::array& x, const mx::array& weight, float eps, mx::array& out) {
+  normalize(x, nullptr, weight_as(weight, out.dtype()), true, eps, nullptr, out);
+}
+
+void eager::add_rms_norm(const mx::array& x, const mx::array& residual, const mx::array& weight,
+                         float eps, mx::array& sum, mx::array& out) {
+  normalize(x, &residual, weight_as(weight, out.dtype()), true, eps, &sum, out);
 }
 
 }  // namespace mlx_cpp::kernels

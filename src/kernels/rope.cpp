@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "kernels/eager.h"
 #include "kernels/kernels.h"
 #include "kernels/primitive_base.h"
 #include "kernels/thread_pool.h"
@@ -70,8 +71,10 @@ void rotate_row(const RopeParams& p, const float* in, const float* cos, const fl
 }
 
 // x viewed as [B, H, T, D]; positions [t_begin, t_end) of every b and h.
-void rope_positions(const RopeParams& p, const mx::array& x, const mx::array& offset,
-                    const std::vector<float>& inverse, mx::array& out, Range positions) {
+// offsets: one per batch entry, or one for all (offset_count 1).
+void rope_positions(const RopeParams& p, const mx::array& x, const int* offsets,
+                    std::size_t offset_count, const std::vector<float>& inverse, mx::array& out,
+                    Range positions) {
   const int B = x.shape(0), T = x.shape(-2), D = x.shape(-1);
   const int H = static_cast<int>(x.size() / (static_cast<std::size_t>(B) * T * D));
   const int half = p.dims / 2;
@@ -80,7 +83,7 @@ void rope_positions(const RopeParams& p, const mx::array& x, const mx::array& of
   std::vector<float> cos(half), sin(half), in(D), rotated(D);
   std::vector<std::uint16_t> scratch(half);
   for (int b = 0; b < B; ++b) {
-    const int b_offset = offset.data<int>()[offset.size() == 1 ? 0 : b];
+    const int b_offset = offsets[offset_count == 1 ? 0 : b];
     for (int t = positions.begin; t < positions.end; ++t) {
       const float position = (static_cast<float>(t) + static_cast<float>(b_offset)) * p.scale;
       for (int i = 0; i < half; ++i) {
@@ -100,6 +103,16 @@ void rope_positions(const RopeParams& p, const mx::array& x, const mx::array& of
   }
 }
 
+// Every position of x, spread over the thread pool.
+void rotate(const RopeParams& p, const mx::array& x, const int* offsets, std::size_t offset_count,
+            const mx::array* freqs, mx::array& out) {
+  auto inverse = inverse_frequencies(p, freqs);
+  const int T = x.shape(-2);
+  const int row_elements = static_cast<int>(x.size() / T);
+  parallel_ranges(T, std::max(1, 16384 / row_elements),
+                  [&](Range r) { rope_positions(p, x, offsets, offset_count, inverse, out, r); });
+}
+
 class RopeFast : public FallbackPrimitive {
  public:
   RopeFast(mx::Stream stream, Fallback fallback, RopeParams params)
@@ -107,11 +120,7 @@ class RopeFast : public FallbackPrimitive {
 
   void eval_cpu(const Arrays& inputs, Arrays& outputs) override {
     dispatch(inputs, outputs, [p = params_](const Arrays& in, Arrays& out) {
-      auto inverse = inverse_frequencies(p, p.has_freqs ? &in[2] : nullptr);
-      const int T = in[0].shape(-2);
-      const int row_elements = static_cast<int>(in[0].size() / T);
-      parallel_ranges(T, std::max(1, 16384 / row_elements),
-                      [&](Range r) { rope_positions(p, in[0], in[1], inverse, out[0], r); });
+      rotate(p, in[0], in[1].data<int>(), in[1].size(), p.has_freqs ? &in[2] : nullptr, out[0]);
     });
   }
   const char* name() const override { return "RopeFast"; }
@@ -171,6 +180,12 @@ mx::array rope_fast(const mx::array& x, int dims, bool traditional, std::optiona
                     float scale, int offset, const std::optional<mx::array>& freqs,
                     mx::StreamOrDevice s) {
   return rope_fast(x, dims, traditional, base, scale, mx::array(offset, mx::int32), freqs, s);
+}
+
+void eager::rope(const mx::array& x, int dims, bool traditional, std::optional<float> base,
+                 float scale, int offset, const std::optional<mx::array>& freqs, mx::array& out) {
+  RopeParams params{dims, traditional, base.value_or(1.0f), scale, freqs.has_value()};
+  rotate(params, x, &offset, 1, freqs ? &*freqs : nullptr, out);
 }
 
 }  // namespace mlx_cpp::kernels

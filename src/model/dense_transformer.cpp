@@ -3,6 +3,8 @@
 #include <mlx/fast.h>
 #include <mlx/ops.h>
 
+#include <algorithm>
+
 #include "kernels/kernels.h"
 #include "model/activations.h"
 #include "model/weight_store.h"
@@ -86,12 +88,16 @@ mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& 
 }
 
 DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
-                                   const QuantizationConfig& quantization, KernelMode kernels)
-    : spec_(std::move(spec)), kernels_(kernels) {
+                                   const QuantizationConfig& quantization,
+                                   const LoadOptions& options)
+    : spec_(std::move(spec)), kernels_(options.kernels) {
   embed_tokens_ = Embedding::load(weights, quantization, "model.embed_tokens", spec_.vocab_size,
                                   spec_.hidden_size, kernels_);
-  for (int i = 0; i < spec_.num_layers; ++i)
+  for (int i = 0; i < spec_.num_layers; ++i) {
     layers_.push_back(load_block(weights, quantization, i));
+    fused_layers_.push_back(options.fused_decode ? FusedDecodeBlock::make(layers_.back())
+                                                 : std::nullopt);
+  }
   final_norm_ = RmsNorm::load(weights, "model.norm", spec_.hidden_size, spec_.norm_eps,
                               spec_.norm_style, kernels_);
   bool tied = spec_.tied_head == TiedHead::tied ||
@@ -166,6 +172,11 @@ size_t TransformerBlock::bytes() const {
          (post_feedforward_norm ? post_feedforward_norm->bytes() : 0);
 }
 
+int DenseTransformer::fused_layer_count() const {
+  return static_cast<int>(std::count_if(fused_layers_.begin(), fused_layers_.end(),
+                                        [](const auto& fused) { return fused.has_value(); }));
+}
+
 size_t DenseTransformer::weight_bytes_per_token() const {
   size_t total = lm_head_ ? lm_head_->bytes() : embed_tokens_.bytes();
   for (const auto& block : layers_) total += block.bytes();
@@ -190,8 +201,17 @@ mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches) 
       have_sliding = true;
     }
   }
-  for (size_t i = 0; i < layers_.size(); ++i)
-    h = layers_[i](h, layers_[i].sliding ? sliding_mask : global_mask, *caches[i]);
+  const bool one_token = tokens.shape(0) == 1 && length == 1;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const auto& mask = layers_[i].sliding ? sliding_mask : global_mask;
+    if (one_token && fused_layers_[i] && mask.kind == AttentionMask::Kind::none) {
+      if (auto out = (*fused_layers_[i])(h, *caches[i])) {
+        h = *out;
+        continue;
+      }
+    }
+    h = layers_[i](h, mask, *caches[i]);
+  }
   h = (*final_norm_)(h);
   return lm_head_ ? (*lm_head_)(h) : embed_tokens_.as_linear(h);
 }

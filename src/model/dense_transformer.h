@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "model/fused_decode_block.h"
 #include "model/language_model.h"
 #include "model/layers.h"
 #include "model/rope.h"
@@ -53,7 +54,7 @@ struct TransformerBlock {
 class DenseTransformer : public LanguageModel {
  public:
   DenseTransformer(TransformerSpec spec, WeightStore& weights,
-                   const QuantizationConfig& quantization, KernelMode kernels = KernelMode::stock);
+                   const QuantizationConfig& quantization, const LoadOptions& options = {});
 
   mlx::core::array forward(const mlx::core::array& tokens, CacheList& caches) const override;
   CacheList make_caches() const override;
@@ -62,6 +63,8 @@ class DenseTransformer : public LanguageModel {
   size_t parameter_count() const override { return parameter_count_; }
   size_t weight_bytes_per_token() const override;
   const TransformerSpec& spec() const { return spec_; }
+  // Layers whose decode step runs as one fused node.
+  int fused_layer_count() const;
 
  private:
   TransformerBlock load_block(WeightStore& weights, const QuantizationConfig& quantization,
@@ -71,6 +74,8 @@ class DenseTransformer : public LanguageModel {
   KernelMode kernels_;
   Embedding embed_tokens_;
   std::vector<TransformerBlock> layers_;
+  // Per layer, its one-node decode step where it has one (fast kernels).
+  std::vector<std::optional<FusedDecodeBlock>> fused_layers_;
   std::optional<RmsNorm> final_norm_;
   std::optional<Linear> lm_head_;  // absent when tied
   size_t parameter_count_ = 0;

@@ -36,10 +36,8 @@ mx::array causal_mask(int length, int offset, std::optional<int> window_size) {
 
 // ---- StandardKvCache ------------------------------------------------------
 
-std::pair<mx::array, mx::array> StandardKvCache::update_and_fetch(const mx::array& keys,
-                                                                  const mx::array& values) {
+void StandardKvCache::reserve(int length, const mx::array& keys, const mx::array& values) {
   const int previous = offset_;
-  const int length = keys.shape(2);
   if (!keys_ || previous + length > keys_->shape(2)) {
     const int steps = (kStep + length - 1) / kStep;
     auto new_keys = zeros_like_steps(keys, steps * kStep);
@@ -55,11 +53,34 @@ std::pair<mx::array, mx::array> StandardKvCache::update_and_fetch(const mx::arra
       keys_ = new_keys;
       values_ = new_values;
     }
+    storage_shared_ = false;
   }
-  offset_ += length;
+}
+
+std::pair<mx::array, mx::array> StandardKvCache::update_and_fetch(const mx::array& keys,
+                                                                  const mx::array& values) {
+  const int previous = offset_;
+  reserve(keys.shape(2), keys, values);
+  offset_ += keys.shape(2);
   keys_ = assign_sequence(*keys_, keys, previous);
   values_ = assign_sequence(*values_, values, previous);
+  storage_shared_ = false;
   return fetch();
+}
+
+std::optional<DecodeSlot> StandardKvCache::decode_slot() {
+  if (!keys_) return std::nullopt;
+  // The new storage takes its batch, heads, width and dtype from the old.
+  auto like = [](const mx::array& storage) { return sequence_slice(storage, 0, 1); };
+  reserve(1, like(*keys_), like(*values_));
+  return DecodeSlot{*keys_, *values_, offset_, storage_shared_};
+}
+
+void StandardKvCache::commit_decode(const mx::array& keys, const mx::array& values) {
+  keys_ = keys;
+  values_ = values;
+  storage_shared_ = false;
+  offset_ += 1;
 }
 
 std::pair<mx::array, mx::array> StandardKvCache::fetch() const {
@@ -90,6 +111,7 @@ std::vector<mx::array> StandardKvCache::state() const {
 }
 
 std::unique_ptr<KvCache> StandardKvCache::clone() const {
+  storage_shared_ = true;
   return std::make_unique<StandardKvCache>(*this);
 }
 

@@ -20,6 +20,17 @@ struct AttentionMask {
   std::optional<mlx::core::array> mask;
 };
 
+// Where a fused decode step (model/fused_decode_block.h) puts one token:
+// the cache's storage [B, kv_heads, capacity, head_dim], capacity >
+// position. The step writes the token at `position` into that storage in
+// place and attends over [0, position]; when `copy` is set, another cache
+// (a clone) still reads the storage, and the step writes into a copy.
+struct DecodeSlot {
+  mlx::core::array keys, values;
+  int position;
+  bool copy;
+};
+
 class KvCache {
  public:
   virtual ~KvCache() = default;
@@ -41,6 +52,13 @@ class KvCache {
   // Arrays to evaluate after a prefill chunk (the cache's state).
   virtual std::vector<mlx::core::array> state() const = 0;
   virtual std::unique_ptr<KvCache> clone() const = 0;
+  // Storage with room for one more token, grown as update_and_fetch would
+  // grow it; nullopt where this cache has none to give (its kind, or no
+  // storage yet), and the step then takes update_and_fetch.
+  virtual std::optional<DecodeSlot> decode_slot() { return std::nullopt; }
+  // Takes the slot's storage back from the step, the token written, and
+  // counts the token.
+  virtual void commit_decode(const mlx::core::array&, const mlx::core::array&) {}
 };
 
 // Grows in 256-token steps; trimming only moves the offset.
@@ -56,13 +74,21 @@ class StandardKvCache : public KvCache {
   std::string signature() const override { return "kv"; }
   std::vector<mlx::core::array> state() const override;
   std::unique_ptr<KvCache> clone() const override;
+  std::optional<DecodeSlot> decode_slot() override;
+  void commit_decode(const mlx::core::array& keys, const mlx::core::array& values) override;
 
   static constexpr int kStep = 256;
 
  private:
+  // Grows the storage (in kStep steps) to hold `length` more tokens.
+  void reserve(int length, const mlx::core::array& keys, const mlx::core::array& values);
   std::pair<mlx::core::array, mlx::core::array> fetch() const;
   std::optional<mlx::core::array> keys_, values_;
   int offset_ = 0;
+  // Set while a clone may read the storage: a fused step must not write
+  // into it then. MLX's ops never write into shared buffers, so storage
+  // that update_and_fetch or a grow made is this cache's alone.
+  mutable bool storage_shared_ = false;
 };
 
 // A sliding window of max_size tokens (the first `keep` are never evicted).

@@ -40,6 +40,9 @@ struct LoadedModel {
 
 struct LoadOptions {
   KernelMode kernels = KernelMode::stock;
+  // Fast kernels only: a decode step runs each block that allows it as one
+  // graph node (model/fused_decode_block.h), with the same results.
+  bool fused_decode = true;
 };
 
 // Loads config.json (+ generation_config.json) and the weights of an MLX

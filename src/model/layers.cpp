@@ -1,8 +1,8 @@
 #include "model/layers.h"
 
 #include <mlx/fast.h>
-#include <mlx/transforms.h>
 #include <mlx/ops.h>
+#include <mlx/transforms.h>
 
 #include <algorithm>
 
@@ -26,28 +26,15 @@ std::optional<QuantizedTensor> load_quantized(WeightStore& weights,
 }
 
 namespace {
-// The own kernel covers affine 4-, 6- and 8-bit weights; other widths stay
-// stock. Decode rounds activations to int16 per group for 4- and 6-bit
-// weights (16-bit integer dot products, 1.4-1.9x the bfloat16 kernel's
-// weights per second at 4 bits, ~2x the float kernel's at 6; error at most
-// 2^-16 of the group's largest |x|); 8-bit weights take the float32 kernel
-// on the exact x. bfloat16 activations (2^-9 relative
-// per element) were the previous mode. int8 activations made the real
-// SmolLM2 answer "What is the capital of France?" with nonsense in chat
-// (outlier channels zero the rest of their 32-blocks), although the
-// synthetic models stayed within the fidelity bounds.
-constexpr auto kActivationPrecision = kernels::ActivationPrecision::int16;
-// Prefill multiplies in float16 where the CPU has AVX512-FP16 (1.3-1.5x
-// the float32 GEMM's multiply-adds per second); partial sums of 32
-// products are carried into float32.
-constexpr auto kPrefillArithmetic = kernels::PrefillArithmetic::float16;
-
 size_t quantized_bytes(const QuantizedTensor& q) {
   return q.packed.nbytes() + q.scales.nbytes() + q.biases.nbytes();
 }
 
+// The own kernel covers affine 4-, 6- and 8-bit weights; other widths stay
+// stock.
 bool runs_fast_kernel(const QuantizedTensor& q, KernelMode kernels) {
-  return kernels == KernelMode::fast && (q.params.bits == 4 || q.params.bits == 6 || q.params.bits == 8);
+  return kernels == KernelMode::fast &&
+         (q.params.bits == 4 || q.params.bits == 6 || q.params.bits == 8);
 }
 
 // Decode is bound by the bytes of weights read per token. Float32 scales and
@@ -57,9 +44,8 @@ bool runs_fast_kernel(const QuantizedTensor& q, KernelMode kernels) {
 // the bfloat16 activations; factors beyond float16's range keep float32.
 void narrow_float32_factors(QuantizedTensor& q) {
   if (q.scales.dtype() != mx::float32) return;
-  const float largest = mx::max(mx::maximum(mx::max(mx::abs(q.scales)),
-                                            mx::max(mx::abs(q.biases))))
-                            .item<float>();
+  const float largest =
+      mx::max(mx::maximum(mx::max(mx::abs(q.scales)), mx::max(mx::abs(q.biases)))).item<float>();
   if (!(largest <= 65504.0f)) return;  // float16's largest finite value
   q.scales = mx::astype(q.scales, mx::float16);
   q.biases = mx::astype(q.biases, mx::float16);
@@ -83,7 +69,7 @@ Linear Linear::load(WeightStore& weights, const QuantizationConfig& quantization
   layer.quantized_ = load_quantized(weights, quantization, path, in_dims, out_dims);
   if (!layer.quantized_)
     layer.dense_ = weights.take(path + ".weight", mx::Shape{out_dims, in_dims});
-  else if (runs_fast_kernel(*layer.quantized_, kernels))
+  else if (layer.runs_fast_kernel())
     narrow_float32_factors(*layer.quantized_);
   if (has_bias) layer.bias_ = weights.take(path + ".bias", mx::Shape{out_dims});
   return layer;
@@ -99,6 +85,10 @@ mx::array Linear::operator()(const mx::array& x) const {
   return mx::matmul(x, mx::transpose(*dense_));
 }
 
+bool Linear::runs_fast_kernel() const {
+  return quantized_ && mlx_cpp::runs_fast_kernel(*quantized_, kernels_);
+}
+
 size_t Linear::bytes() const {
   return (quantized_ ? quantized_bytes(*quantized_) : dense_->nbytes()) +
          (bias_ ? bias_->nbytes() : 0);
@@ -108,8 +98,7 @@ std::vector<mx::array> Linear::apply_all(const mx::array& x,
                                          const std::vector<const Linear*>& layers) {
   auto same_fast_format = [&](const Linear* layer) {
     const auto& first = *layers.front();
-    return layer->quantized_ && first.quantized_ &&
-           runs_fast_kernel(*layer->quantized_, layer->kernels_) &&
+    return layer->runs_fast_kernel() && first.quantized_ &&
            layer->quantized_->params.bits == first.quantized_->params.bits &&
            layer->quantized_->params.group_size == first.quantized_->params.group_size;
   };

@@ -56,7 +56,7 @@ LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions
   auto weights = WeightStore::from_directory(directory);
   weights.strip_prefix("language_model.");
   auto model =
-      std::make_unique<DenseTransformer>(std::move(spec), weights, quantization, options.kernels);
+      std::make_unique<DenseTransformer>(std::move(spec), weights, quantization, options);
   weights.audit();
   loaded.model = std::move(model);
   loaded.eos_token_ids = eos_ids(loaded.config);
