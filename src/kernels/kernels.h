@@ -46,11 +46,11 @@ namespace mlx_cpp::kernels {
 // rounded x. Error: that of rounding x, 2^-9 relative per element, with no
 // outlier effect (each element keeps its own exponent).
 //
-// ActivationPrecision::int16 rounds x of decode-shaped calls with 4- or
-// 6-bit weights to int16 per group (scale max |x| / 32767, round to
-// nearest) and takes 16-bit integer dot products where the CPU has them
-// (AVX-512 VNNI, plus VBMI for 6 bits, and the portable reference); every
-// other case runs the float32 kernels on the exact x. Error: at most
+// ActivationPrecision::int16 rounds x of decode-shaped calls to int16 per
+// group (scale max |x| / 32767, round to nearest) and takes 16-bit integer
+// dot products where the CPU has them (AVX-512 VNNI, plus VBMI for 6 bits,
+// and the portable reference); every other case runs the float32 kernels
+// on the exact x. Error: at most
 // max |x in group| / 65534 per element, below bfloat16's for every element
 // within a factor 128 of its group's largest; bounded per output in
 // tests/kernels.

@@ -1,10 +1,9 @@
 // Decode quantized matmul for 4-bit weights with 16-bit integer activations
-// on AVX-512 VNNI (6-bit weights: qmm_avx512_int16_q6.cpp, the same body). One vpdpwssd multiplies 32 pairs of signed 16-bit
-// integers and adds each lane's two products into a 32-bit lane, as a
-// single instruction on the vector ALU. The float kernels spend a
-// conversion and an FMA per 16 weights, the bfloat16 kernel's vdpbf16ps
-// issues at a quarter of the FMA's rate; both leave a core at ~16-19 G
-// weights/s, below what its memory bandwidth delivers at 4 bits.
+// on AVX-512 VNNI (6- and 8-bit weights: qmm_avx512_int16_q6.cpp and _q8.cpp, the same body). One
+// vpdpwssd multiplies 32 pairs of signed 16-bit integers and adds each lane's two products into a
+// 32-bit lane, as a single instruction on the vector ALU. The float kernels spend a conversion and
+// an FMA per 16 weights, the bfloat16 kernel's vdpbf16ps issues at a quarter of the FMA's rate;
+// both leave a core at ~16-19 G weights/s, below what its memory bandwidth delivers at 4 bits.
 //
 // x is rounded to int16 per block of group_size k (scale = max |x| /
 // 32767), so a block's integer dot with the raw nibbles q is exact and is

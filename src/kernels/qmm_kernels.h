@@ -83,8 +83,9 @@ struct IsaKernels {
   // no 16-bit integer dot product instruction, and the float gemv then
   // runs on the exact x.
   void (*gemv_int16_q4)(const Problem& p, int n_begin, int n_end) = nullptr;
-  // The same for 6-bit weights (AVX-512 VBMI unpacks them).
+  // The same for 6-bit weights (AVX-512 VBMI unpacks them) and 8-bit ones.
   void (*gemv_int16_q6)(const Problem& p, int n_begin, int n_end) = nullptr;
+  void (*gemv_int16_q8)(const Problem& p, int n_begin, int n_end) = nullptr;
   // Prefill in half precision (reads x_f16; float16 products summed over
   // short runs into float32), for 4, 6 and 8 bits; column ranges start at
   // multiples of fp16_column_block. Null where the CPU has no float16
@@ -184,10 +185,11 @@ void avx512_bf16_gemv_q4(const Problem& p, int n_begin, int n_end);
 // offers them where the CPU has AVX512-FP16.
 void avx512_fp16_gemm(const Problem& p, int n_begin, int n_end);
 void prepare_x_float16(const float* x, int M, int K, std::uint16_t* x_f16, float* unscale);
-// The AVX-512 VNNI gemv_int16_q4 and the VNNI + VBMI gemv_int16_q6; the
+// The AVX-512 VNNI gemv_int16_q4 and _q8 and the VNNI + VBMI gemv_int16_q6; the
 // AVX-512 table offers them where the CPU has those features.
 void avx512_vnni_gemv_int16_q4(const Problem& p, int n_begin, int n_end);
 void avx512_vbmi_gemv_int16_q6(const Problem& p, int n_begin, int n_end);
+void avx512_vnni_gemv_int16_q8(const Problem& p, int n_begin, int n_end);
 #endif
 
 // Helpers the kernels share, compiled for the baseline ISA.

@@ -68,7 +68,7 @@ void scalar_gemv_int8(const Problem& p, int n_begin, int n_end) {
   }
 }
 
-// The int16-activation reference for 4- and 6-bit weights: per group, the
+// The int16-activation reference for 4-, 6- and 8-bit weights: per group, the
 // exact integer dot of the raw values q with x_i16, scaled by the weight group's
 // scale times the x group's scale; the bias term from the float sums of x.
 void scalar_gemv_int16(const Problem& p, int n_begin, int n_end) {
@@ -102,6 +102,7 @@ const IsaKernels& scalar_kernels() {
     IsaKernels table{"scalar", 1, 1, scalar_matmul, scalar_matmul, scalar_gemv_int8};
     table.gemv_int16_q4 = scalar_gemv_int16;
     table.gemv_int16_q6 = scalar_gemv_int16;
+    table.gemv_int16_q8 = scalar_gemv_int16;
     return table;
   }();
   return kernels;

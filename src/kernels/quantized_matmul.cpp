@@ -106,6 +106,12 @@ struct PreparedX {
   bool decode = false, int8 = false, bf16 = false, int16 = false, fp16 = false;
 };
 
+// The int16-activation gemv for this weight width, null where the CPU has
+// none.
+auto int16_kernel(const qmm::IsaKernels& isa, int bits) {
+  return bits == 4 ? isa.gemv_int16_q4 : bits == 6 ? isa.gemv_int16_q6 : isa.gemv_int16_q8;
+}
+
 PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size, int bits,
                   ActivationPrecision precision, PrefillArithmetic prefill) {
   PreparedX p;
@@ -117,8 +123,7 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   p.int8 = p.decode && precision == ActivationPrecision::int8 && isa.gemv_int8 && bits != 6;
   const bool round = p.decode && precision == ActivationPrecision::bfloat16;
   p.bf16 = round && bits == 4 && isa.gemv_bf16_q4;
-  p.int16 = p.decode && precision == ActivationPrecision::int16 &&
-            ((bits == 4 && isa.gemv_int16_q4) || (bits == 6 && isa.gemv_int16_q6));
+  p.int16 = p.decode && precision == ActivationPrecision::int16 && int16_kernel(isa, bits);
   p.fp16 = !p.decode && prefill == PrefillArithmetic::float16 && isa.gemm_fp16;
   // The int8, bfloat16, int16 and float16 kernels read x in natural order
   // from x_float.
@@ -197,7 +202,7 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
   }
   auto kernel = x.int8     ? isa.gemv_int8
                 : x.bf16   ? isa.gemv_bf16_q4
-                : x.int16  ? (bits == 4 ? isa.gemv_int16_q4 : isa.gemv_int16_q6)
+                : x.int16  ? int16_kernel(isa, bits)
                 : x.decode ? isa.gemv
                 : x.fp16   ? isa.gemm_fp16
                            : isa.gemm;

@@ -19,11 +19,10 @@ namespace mlx_cpp {
 class WeightStore;
 
 // How the own quantized kernels run the model's projections. Decode rounds
-// activations to int16 per group for 4- and 6-bit weights (16-bit integer
-// dot products, 1.4-1.9x the bfloat16 kernel's weights per second at 4
-// bits, ~2x the float kernel's at 6; error at most 2^-16 of the group's
-// largest |x|); 8-bit weights take the float32 kernel on the exact x.
-// bfloat16 activations (2^-9 relative per element) were the previous mode.
+// activations to int16 per group (16-bit integer dot products, 1.4-1.9x the
+// bfloat16 kernel's weights per second at 4 bits, ~2x the float kernel's
+// at 6; error at most 2^-16 of the group's largest |x|). bfloat16
+// activations (2^-9 relative per element) were the previous mode.
 // int8 activations made the real SmolLM2 answer "What is the capital of
 // France?" with nonsense in chat (outlier channels zero the rest of their
 // 32-blocks), although the synthetic models stayed within the fidelity

@@ -137,8 +137,8 @@ mx::array int8_rounding_bound(const mx::array& x, const QuantizedWeights& q, int
                               int bits) {
   const int M = x.shape(0), K = x.shape(1), N = q.w.shape(0);
   auto block_max = mx::max(mx::abs(mx::reshape(mx::astype(x, mx::float32), {M, K / 32, 32})), -1);
-  auto w = mx::dequantize(q.w, mx::astype(q.scales, mx::float32),
-                          mx::astype(q.biases, mx::float32), group_size, bits);
+  auto w = mx::dequantize(q.w, mx::astype(q.scales, mx::float32), mx::astype(q.biases, mx::float32),
+                          group_size, bits);
   auto block_abs_w = mx::sum(mx::abs(mx::reshape(w, {N, K / 32, 32})), -1);
   return mx::matmul(mx::divide(block_max, mx::array(254.0f)), mx::transpose(block_abs_w));
 }
@@ -268,12 +268,12 @@ mx::array int16_rounded(const mx::array& x, int group_size) {
   return mx::reshape(mx::multiply(q, mx::divide(amax, mx::array(32767.0f))), {M, K});
 }
 
-// int16 activations: with 4- and 6-bit weights in decode shapes, on the
-// portable reference and on AVX-512 VNNI (6 bits: and VBMI), the result is the float32 result on x
-// rounded per group to int16, with the bias term on the exact x (the only
-// error is that rounding); every
-// other case (other bits, prefill shapes, SIMD levels without the kernel)
-// is the float32 result on the exact x. Each x has one large value per
+// int16 activations: with 4-, 6- and 8-bit weights in decode shapes, on
+// the portable reference and on AVX-512 VNNI (6 bits: and VBMI), the
+// result is the float32 result on x rounded per group to int16, with the
+// bias term on the exact x (the only error is that rounding); every other
+// case (prefill shapes, SIMD levels without the kernel) is the float32
+// result on the exact x. Each x has one large value per
 // group, so the rounding is coarse enough to tell the two apart; K values
 // include one that is not a multiple of the kernel's 64-k chunk.
 TEST(QuantizedMatmulFast, Int16ActivationsAreTheFloatResultOnRoundedX) {
@@ -289,26 +289,27 @@ TEST(QuantizedMatmulFast, Int16ActivationsAreTheFloatResultOnRoundedX) {
           ++seed;
           auto q = make_weights(37 + M, K, group_size, bits, scale_dtypes[seed % 3], seed);
           // One value of 300 per group (an outlier channel).
-          auto outliers = mx::multiply(
-              mx::equal(mx::remainder(mx::arange(K), mx::array(group_size)), mx::array(seed % group_size)),
-              mx::array(300.0f));
+          auto outliers =
+              mx::multiply(mx::equal(mx::remainder(mx::arange(K), mx::array(group_size)),
+                                     mx::array(seed % group_size)),
+                           mx::array(300.0f));
           auto x = mx::add(random_normal({M, K}, mx::float32, 1.0f, seed + 1), outliers);
           // The kernels take the bias term from the sums of the exact x:
           // sum_g bias_g * (sum over g of x - rounded x) is added back.
           auto x_rounded = int16_rounded(x, group_size);
-          auto lost_sums = mx::sum(
-              mx::reshape(mx::subtract(x, x_rounded), {M, K / group_size, group_size}), -1);
-          auto rounded = mx::add(stock_in_float32(x_rounded, q, group_size, bits),
-                                 mx::matmul(lost_sums, mx::transpose(mx::astype(q.biases, mx::float32))));
+          auto lost_sums =
+              mx::sum(mx::reshape(mx::subtract(x, x_rounded), {M, K / group_size, group_size}), -1);
+          auto rounded =
+              mx::add(stock_in_float32(x_rounded, q, group_size, bits),
+                      mx::matmul(lost_sums, mx::transpose(mx::astype(q.biases, mx::float32))));
           auto exact = stock_in_float32(x, q, group_size, bits);
           for_each_isa([&](Isa isa) {
             auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
                                               ActivationPrecision::int16);
             mx::eval(fast);
             const bool simd_kernel = isa == Isa::avx512 && __builtin_cpu_supports("avx512vnni") &&
-                                     (bits == 4 || __builtin_cpu_supports("avx512vbmi"));
-            const bool int16_kernel =
-                (bits == 4 || bits == 6) && M <= 4 && (isa == Isa::scalar || simd_kernel);
+                                     (bits != 6 || __builtin_cpu_supports("avx512vbmi"));
+            const bool int16_kernel = M <= 4 && (isa == Isa::scalar || simd_kernel);
             std::ostringstream where;
             where << "isa=" << isa_name(isa) << " M=" << M << " K=" << K << " group=" << group_size
                   << " bits=" << bits;
@@ -350,16 +351,18 @@ TEST(QuantizedMatmulFast, Float16PrefillStaysWithinItsBound) {
           ++seed;
           auto q = make_weights(37 + 2 * M, K, group_size, bits, scale_dtypes[seed % 3], seed);
           auto row_scale = mx::reshape(
-              mx::where(mx::equal(mx::remainder(mx::arange(M), mx::array(3)), mx::array(1)),
-                        mx::array(1000.0f),
-                        mx::where(mx::equal(mx::remainder(mx::arange(M), mx::array(3)), mx::array(2)),
-                                  mx::array(0.001f), mx::array(1.0f))),
+              mx::where(
+                  mx::equal(mx::remainder(mx::arange(M), mx::array(3)), mx::array(1)),
+                  mx::array(1000.0f),
+                  mx::where(mx::equal(mx::remainder(mx::arange(M), mx::array(3)), mx::array(2)),
+                            mx::array(0.001f), mx::array(1.0f))),
               {M, 1});
           auto x = mx::multiply(random_normal({M, K}, mx::float32, 1.0f, seed + 1), row_scale);
           auto reference = stock_in_float32(x, q, group_size, bits);
           for_each_isa([&](Isa isa) {
-            auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
-                                              ActivationPrecision::float32, PrefillArithmetic::float16);
+            auto fast =
+                quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
+                                      ActivationPrecision::float32, PrefillArithmetic::float16);
             mx::eval(fast);
             std::ostringstream where;
             where << "isa=" << isa_name(isa) << " M=" << M << " K=" << K << " group=" << group_size
@@ -387,8 +390,8 @@ TEST(QuantizedMatmulFast, Float16PrefillStaysWithinItsBound) {
   // float16 whatever the row's scaling).
   auto tiny = mx::multiply(random_normal({8, 256}, mx::float32, 1.0f, 1200), mx::array(1e-39f));
   auto q = make_weights(40, 256, 64, 4, mx::float32, 1201);
-  auto out = quantized_matmul_fast(tiny, q.w, q.scales, q.biases, 64, 4, ActivationPrecision::float32,
-                                   PrefillArithmetic::float16);
+  auto out = quantized_matmul_fast(tiny, q.w, q.scales, q.biases, 64, 4,
+                                   ActivationPrecision::float32, PrefillArithmetic::float16);
   EXPECT_TRUE(mx::all(mx::isfinite(out)).item<bool>());
 }
 
@@ -400,8 +403,8 @@ TEST(QuantizedMatmulFast, SeveralWeightsGiveEachProjectionExactly) {
     auto q = make_weights(N, K, 32, 4, mx::bfloat16, ++seed);
     weights.push_back({q.w, q.scales, q.biases});
   }
-  for (auto precision : {ActivationPrecision::float32, ActivationPrecision::int8,
-                         ActivationPrecision::bfloat16}) {
+  for (auto precision :
+       {ActivationPrecision::float32, ActivationPrecision::int8, ActivationPrecision::bfloat16}) {
     for (int M : {1, 3, 9}) {
       auto x = random_normal({1, M, K}, mx::float32, 1.0f, M);
       auto together = quantized_matmuls_fast(x, weights, 32, 4, precision);
