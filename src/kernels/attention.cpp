@@ -240,12 +240,11 @@ class Task {
   // scores_[m][j] = q_m . k_(first + j), j < count.
   void score(int first, int count) {
     float* keys = keys_.data();
-    if (vectors_ < kMinVectorsForTiledScores) {
-      for (int j = 0; j < count; ++j) {
-        in_.keys.load(b_, kv_head_, first + j, keys);
-        for (int m = 0; m < vectors_; ++m)
-          scores_[m * kKeyBlock + j] = ops_.dot(queries_.data() + m * g_.D, keys, g_.D);
-      }
+    if (vectors_ < kMinVectorsForTiledScores) {  // keys_ as [kKeyBlock][D]
+      for (int j = 0; j < count; ++j) in_.keys.load(b_, kv_head_, first + j, keys + j * g_.D);
+      for (int m = 0; m < vectors_; ++m)
+        ops_.dot_rows(queries_.data() + m * g_.D, keys, g_.D, g_.D, count,
+                      scores_.data() + m * kKeyBlock);
       return;
     }
     // keys_ as [D][kKeyBlock]; columns past `count` up to a multiple of 16

@@ -18,6 +18,10 @@ struct VectorOps {
   // dst[offset + i] = src[i] rounded to `type` (nearest even, as MLX).
   void (*store)(const float* src, int count, void* dst, ScalarType type, std::size_t offset);
   float (*dot)(const float* a, const float* b, int count);
+  // out[j] = a . b_j for the rows b_j = b + j * ldb, j < rows, each of
+  // `count` floats: the products of kLanes rows share one transposing
+  // reduction instead of one reduction per row.
+  void (*dot_rows)(const float* a, const float* b, int ldb, int count, int rows, float* out);
   float (*sum_squares)(const float* a, int count);
   void (*axpy)(float alpha, const float* x, float* y, int count);  // y += alpha * x
   void (*scale)(float alpha, float* x, int count);                 // x *= alpha

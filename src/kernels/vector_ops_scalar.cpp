@@ -3,6 +3,7 @@
 // SIMD level.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 
 #include "kernels/cpu_features.h"
@@ -16,6 +17,10 @@ float dot(const float* a, const float* b, int count) {
   float sum = 0.0f;
   for (int i = 0; i < count; ++i) sum += a[i] * b[i];
   return sum;
+}
+
+void dot_rows(const float* a, const float* b, int ldb, int count, int rows, float* out) {
+  for (int j = 0; j < rows; ++j) out[j] = dot(a, b + static_cast<std::ptrdiff_t>(j) * ldb, count);
 }
 
 float sum_squares(const float* a, int count) {
@@ -71,6 +76,7 @@ const VectorOps& scalar_vector_ops() {
                              qmm::load_as_float,
                              qmm::store_from_float,
                              dot,
+                             dot_rows,
                              sum_squares,
                              axpy,
                              scale,
