@@ -58,6 +58,17 @@ class StridedRows {
         ops_(vector_ops()),
         width_(a.shape(3)) {}
 
+  // Rows s .. s + count - 1 into dst[count][width]: one conversion when
+  // they are contiguous (a cache's storage), else row by row.
+  void load_rows(int b, int h, int s, int count, float* dst) const {
+    if (strides_[3] == 1 && strides_[2] == width_) {
+      std::size_t first = b * strides_[0] + h * strides_[1] + s * strides_[2];
+      ops_.load(a_.data<void>(), type_, first, count * width_, dst);
+      return;
+    }
+    for (int j = 0; j < count; ++j) load(b, h, s + j, dst + static_cast<std::size_t>(j) * width_);
+  }
+
   void load(int b, int h, int s, float* dst) const {
     std::size_t first = b * strides_[0] + h * strides_[1] + s * strides_[2];
     if (strides_[3] == 1) {
@@ -222,8 +233,7 @@ class Task {
       const int count = std::min(kKeyBlock, end - first);
       score(first, count);
       softmax_update(first, count);
-      for (int j = 0; j < count; ++j)
-        in_.values.load(b_, kv_head_, first + j, values_.data() + j * g_.Dv);
+      in_.values.load_rows(b_, kv_head_, first, count, values_.data());
       ops_.matmul_tile(scores_.data(), kKeyBlock, values_.data(), g_.Dv, state_.weighted_v.data(),
                        g_.Dv, vectors_, g_.Dv, count, true);
     }
@@ -241,7 +251,7 @@ class Task {
   void score(int first, int count) {
     float* keys = keys_.data();
     if (vectors_ < kMinVectorsForTiledScores) {  // keys_ as [kKeyBlock][D]
-      for (int j = 0; j < count; ++j) in_.keys.load(b_, kv_head_, first + j, keys + j * g_.D);
+      in_.keys.load_rows(b_, kv_head_, first, count, keys);
       for (int m = 0; m < vectors_; ++m)
         ops_.dot_rows(queries_.data() + m * g_.D, keys, g_.D, g_.D, count,
                       scores_.data() + m * kKeyBlock);

@@ -75,9 +75,24 @@ mlx::core::array quantized_matmul_fast(const mlx::core::array& x, const mlx::cor
 // gate and up), each as quantized_matmul_fast: one graph node, x prepared
 // once, and the columns of all the weights spread over the threads as one
 // job. All share group_size and bits; results in the order given.
+// How w, scales and biases are laid out: MLX's ([N, K * bits / 32] uint32,
+// factors [N, groups]) or row-interleaved (4-bit only, N a multiple of
+// 16: w uint8 [N, K / 2] in blocks of 16 rows x 4 k, factors [N / 16]
+// [groups][16]; see qmm_kernels.h), which the int16 decode kernel reads
+// with one lane per row and no per-row overhead (2-3x the weights per
+// second at K = 576) and the float16 prefill packs without a transpose.
+enum class WeightLayout { mlx, row_interleaved };
 struct QuantizedWeights {
   mlx::core::array w, scales, biases;
+  WeightLayout layout = WeightLayout::mlx;
 };
+// Whether row-interleaved weights run faster here: 4 bits, a multiple of
+// 16 rows, and a CPU with the kernels that read the layout (AVX-512 VNNI
+// and FP16); elsewhere they would be put back in MLX's layout on every
+// call.
+bool row_interleaving_pays(int bits, int rows);
+// 4-bit weights in MLX's layout (evaluated here) → row-interleaved copies.
+QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits);
 std::vector<mlx::core::array> quantized_matmuls_fast(
     const mlx::core::array& x, const std::vector<QuantizedWeights>& weights, int group_size,
     int bits, ActivationPrecision precision = ActivationPrecision::float32,

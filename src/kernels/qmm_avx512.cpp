@@ -40,6 +40,7 @@ const IsaKernels& avx512_kernels() {
       table.int8_k_align = 128;
       table.gemv_int16_q4 = avx512_vnni_gemv_int16_q4;
       table.gemv_int16_q8 = avx512_vnni_gemv_int16_q8;
+      table.gemv_int16_q4_rows = avx512_vnni_gemv_int16_q4_rows;
       if (__builtin_cpu_supports("avx512vbmi")) table.gemv_int16_q6 = avx512_vbmi_gemv_int16_q6;
     }
     if (__builtin_cpu_supports("avx512bf16")) table.gemv_bf16_q4 = avx512_bf16_gemv_q4;

@@ -82,10 +82,10 @@ __m512i dequantized_pairs(const std::uint8_t* packed, __m512 s, __m512 b) {
     // Lane i of the low nibbles holds k = 2i, of the high nibbles 2i + 1.
     __m512 even, odd;
     Vec::unpack4(packed, even, odd);
-    const __m512i low =
-        _mm512_cvtepu16_epi32(_mm512_cvtps_ph(_mm512_fmadd_ps(even, s, b), _MM_FROUND_TO_NEAREST_INT));
-    const __m512i high =
-        _mm512_cvtepu16_epi32(_mm512_cvtps_ph(_mm512_fmadd_ps(odd, s, b), _MM_FROUND_TO_NEAREST_INT));
+    const __m512i low = _mm512_cvtepu16_epi32(
+        _mm512_cvtps_ph(_mm512_fmadd_ps(even, s, b), _MM_FROUND_TO_NEAREST_INT));
+    const __m512i high = _mm512_cvtepu16_epi32(
+        _mm512_cvtps_ph(_mm512_fmadd_ps(odd, s, b), _MM_FROUND_TO_NEAREST_INT));
     return _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
   } else {
     // Two chunks of 16 consecutive k: their 32 halves in order are the
@@ -123,12 +123,73 @@ void pack_panel(const Problem& p, int n0, int k0, int depth, std::uint32_t* pane
       __m512i rows[16];
       const int g = k / p.group_size;
       for (int j = 0; j < 16; ++j) {
-        rows[j] = j < valid ? dequantized_pairs<Bits>(packed[j] + k * Bits / 8, _mm512_set1_ps(group_scale[j][g]),
+        rows[j] = j < valid ? dequantized_pairs<Bits>(packed[j] + k * Bits / 8,
+                                                      _mm512_set1_ps(group_scale[j][g]),
                                                       _mm512_set1_ps(group_bias[j][g]))
                             : _mm512_setzero_si512();
       }
       transpose16(rows);
-      for (int i = 0; i < 16; ++i) _mm512_storeu_si512(panel + (k / 2 + i) * kColumns + j0, rows[i]);
+      for (int i = 0; i < 16; ++i)
+        _mm512_storeu_si512(panel + (k / 2 + i) * kColumns + j0, rows[i]);
+    }
+  }
+}
+
+// 16 consecutive scales (or biases) from `offset` as float32.
+__m512 load_16_factors(const void* base, ScalarType type, std::size_t offset) {
+  switch (type) {
+    case ScalarType::float32:
+      return _mm512_loadu_ps(static_cast<const float*>(base) + offset);
+    case ScalarType::bfloat16:
+      return Vec::load_bf16(static_cast<const std::uint16_t*>(base) + offset);
+    case ScalarType::float16:
+      break;
+  }
+  return Vec::load_f16(static_cast<const std::uint16_t*>(base) + offset);
+}
+
+// pack_panel for row-interleaved 4-bit weights: each 32 bytes of a block
+// are 16 rows' pairs at k and at k + 2, so a panel row comes out of one
+// conversion with no transpose. The same values as pack_panel<4> gives
+// for the same weights in MLX's layout.
+void pack_panel_rows(const Problem& p, int n0, int k0, int depth, std::uint32_t* panel) {
+  const int groups = p.K / p.group_size;
+  // Lane 2i and 2i + 1 take row i's factor (rows 0-7, then 8-15).
+  const __m512i first_rows = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+  const __m512i last_rows = _mm512_add_epi32(first_rows, _mm512_set1_epi32(8));
+  for (int j0 = 0; j0 < kColumns; j0 += 16) {
+    const int block = (n0 + j0) / 16;
+    if (n0 + j0 >= p.N) {
+      for (int k = 0; k < depth; k += 2)
+        _mm512_storeu_si512(panel + k / 2 * kColumns + j0, _mm512_setzero_si512());
+      continue;
+    }
+    const std::uint8_t* units = p.w + static_cast<std::size_t>(block) * (p.K / 4) * 32;
+    for (int k = 0; k < depth; k += 4) {
+      const std::size_t at =
+          (static_cast<std::size_t>(block) * groups + (k0 + k) / p.group_size) * 16;
+      const __m512 scale = load_16_factors(p.scales, p.scale_type, at);
+      const __m512 bias = load_16_factors(p.biases, p.scale_type, at);
+      const __m512 scales[2] = {_mm512_permutexvar_ps(first_rows, scale),
+                                _mm512_permutexvar_ps(last_rows, scale)};
+      const __m512 biases[2] = {_mm512_permutexvar_ps(first_rows, bias),
+                                _mm512_permutexvar_ps(last_rows, bias)};
+      const __m512i bytes = _mm512_cvtepu8_epi16(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(units + (k0 + k) / 4 * 32)));
+      const __m512i pairs[2] = {_mm512_and_si512(bytes, _mm512_set1_epi16(0x000F)),
+                                _mm512_srli_epi16(bytes, 4)};
+      for (int half = 0; half < 2; ++half) {  // pairs at k, then at k + 2
+        __m256i rows[2];
+        for (int r = 0; r < 2; ++r) {
+          const __m512 q = _mm512_cvtepi32_ps(
+              _mm512_cvtepu16_epi32(r == 0 ? _mm512_castsi512_si256(pairs[half])
+                                           : _mm512_extracti64x4_epi64(pairs[half], 1)));
+          rows[r] =
+              _mm512_cvtps_ph(_mm512_fmadd_ps(q, scales[r], biases[r]), _MM_FROUND_TO_NEAREST_INT);
+        }
+        _mm512_storeu_si512(panel + (k / 2 + half) * kColumns + j0,
+                            _mm512_inserti64x4(_mm512_castsi256_si512(rows[0]), rows[1], 1));
+      }
     }
   }
 }
@@ -138,7 +199,8 @@ void pack_panel(const Problem& p, int n0, int k0, int depth, std::uint32_t* pane
 // column's even-k and odd-k sums apart (element 2j + parity for column
 // j's... see gemm_bits); x rows are `x_stride` halves apart.
 template <int Rows>
-void micro_kernel(const std::uint16_t* x, int x_stride, const std::uint32_t* panel, int depth, float* c) {
+void micro_kernel(const std::uint16_t* x, int x_stride, const std::uint32_t* panel, int depth,
+                  float* c) {
   for (int k0 = 0; k0 < depth; k0 += kFlushDepth) {
     const int k_end = k0 + kFlushDepth < depth ? k0 + kFlushDepth : depth;
     __m512h acc[Rows][2];
@@ -190,10 +252,13 @@ void gemm_bits(const Problem& p, int n_begin, int n_end) {
     std::memset(tile, 0, sizeof(float) * p.M * 2 * kColumns);
     for (int k0 = 0; k0 < p.K; k0 += kDepth) {
       const int depth = p.K - k0 < kDepth ? p.K - k0 : kDepth;
-      pack_panel<Bits>(p, n0, k0, depth, panel);
+      if (Bits == 4 && p.row_interleaved)
+        pack_panel_rows(p, n0, k0, depth, panel);
+      else
+        pack_panel<Bits>(p, n0, k0, depth, panel);
       for (int m0 = 0; m0 < p.M; m0 += kRows) {
-        micro_kernel_rows(p.M - m0, p.x_f16 + static_cast<std::size_t>(m0) * p.K + k0, p.K, panel, depth,
-                          tile + static_cast<std::size_t>(m0) * 2 * kColumns);
+        micro_kernel_rows(p.M - m0, p.x_f16 + static_cast<std::size_t>(m0) * p.K + k0, p.K, panel,
+                          depth, tile + static_cast<std::size_t>(m0) * 2 * kColumns);
       }
     }
     const int columns = (n_end < n0 + kColumns ? n_end : n0 + kColumns) - n0;
@@ -203,10 +268,12 @@ void gemm_bits(const Problem& p, int n_begin, int n_end) {
       const __m512 unscale = _mm512_set1_ps(p.x_f16_unscale[m]);
       for (int i = 0; i < kColumns; i += 16) {
         const __m512 a = _mm512_loadu_ps(row + 2 * i), b = _mm512_loadu_ps(row + 2 * i + 16);
-        const __m512 sum = _mm512_add_ps(_mm512_permutex2var_ps(a, evens, b), _mm512_permutex2var_ps(a, odds, b));
+        const __m512 sum =
+            _mm512_add_ps(_mm512_permutex2var_ps(a, evens, b), _mm512_permutex2var_ps(a, odds, b));
         _mm512_store_ps(row_sums + i, _mm512_mul_ps(sum, unscale));
       }
-      store_from_float(row_sums, columns, p.out, p.out_type, static_cast<std::size_t>(m) * p.N + n0);
+      store_from_float(row_sums, columns, p.out, p.out_type,
+                       static_cast<std::size_t>(m) * p.N + n0);
     }
   }
 }
@@ -218,7 +285,8 @@ void prepare_x_float16(const float* x, int M, int K, std::uint16_t* x_f16, float
     const float* row = x + static_cast<std::size_t>(m) * K;
     __m512 largest = _mm512_setzero_ps();
     int k = 0;
-    for (; k + 16 <= K; k += 16) largest = _mm512_max_ps(largest, _mm512_abs_ps(_mm512_loadu_ps(row + k)));
+    for (; k + 16 <= K; k += 16)
+      largest = _mm512_max_ps(largest, _mm512_abs_ps(_mm512_loadu_ps(row + k)));
     float amax = _mm512_reduce_max_ps(largest);
     for (; k < K; ++k) amax = amax > std::fabs(row[k]) ? amax : std::fabs(row[k]);
     // A power of two keeps the scaling exact. A row of subnormal values
@@ -230,9 +298,10 @@ void prepare_x_float16(const float* x, int M, int K, std::uint16_t* x_f16, float
     unscale[m] = std::ldexp(1.0f, exponent);
     std::uint16_t* out = x_f16 + static_cast<std::size_t>(m) * K;
     for (k = 0; k + 16 <= K; k += 16) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k),
-                          _mm512_cvtps_ph(_mm512_mul_ps(_mm512_loadu_ps(row + k), _mm512_set1_ps(scale)),
-                                          _MM_FROUND_TO_NEAREST_INT));
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(out + k),
+          _mm512_cvtps_ph(_mm512_mul_ps(_mm512_loadu_ps(row + k), _mm512_set1_ps(scale)),
+                          _MM_FROUND_TO_NEAREST_INT));
     }
     for (; k < K; ++k) {
       out[k] = static_cast<std::uint16_t>(_cvtss_sh(row[k] * scale, _MM_FROUND_TO_NEAREST_INT));

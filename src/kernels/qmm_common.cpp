@@ -118,7 +118,7 @@ int int16_scale_stride(int k_padded, int group_size) {
 }
 
 void quantize_activations_int16(const float* x, int M, int K, int group_size, int k_padded,
-                                std::int16_t* x_i16, float* x_i16_scales) {
+                                bool even_odd, std::int16_t* x_i16, float* x_i16_scales) {
   const int stride = int16_scale_stride(k_padded, group_size);
   for (int m = 0; m < M; ++m) {
     const float* row = x + static_cast<std::size_t>(m) * K;
@@ -134,8 +134,72 @@ void quantize_activations_int16(const float* x, int M, int K, int group_size, in
       const float inverse = amax > 0.0f ? 32767.0f / amax : 0.0f;
       for (int i = 0; i < group_size; ++i) {
         const long rounded = std::clamp(std::lrintf(block[i] * inverse), -32767L, 32767L);
-        out[even_odd_position(g * group_size + i)] = static_cast<std::int16_t>(rounded);
+        const int k = g * group_size + i;
+        out[even_odd ? even_odd_position(k) : k] = static_cast<std::int16_t>(rounded);
       }
+    }
+  }
+}
+
+namespace {
+
+// Byte of the row-interleaved layout holding weight (n, k), and whether in
+// its high nibble.
+std::size_t interleaved_byte(int n, int k, int K) {
+  const std::size_t block = n / 16, unit = k / 4;
+  return ((block * (K / 4) + unit) * 16 + n % 16) * 2 + (k & 1);
+}
+bool interleaved_high(int k) {
+  return (k & 2) != 0;
+}
+
+}  // namespace
+
+void interleave_rows_q4(const std::uint8_t* packed, int N, int K, std::uint8_t* interleaved) {
+  std::fill(interleaved, interleaved + static_cast<std::size_t>(N) * K / 2, std::uint8_t{0});
+  for (int n = 0; n < N; ++n) {
+    const std::uint8_t* row = packed + static_cast<std::size_t>(n) * K / 2;
+    for (int k = 0; k < K; ++k) {
+      const int value = quantized_value(row, k, 4);
+      interleaved[interleaved_byte(n, k, K)] |= value << (interleaved_high(k) ? 4 : 0);
+    }
+  }
+}
+
+void deinterleave_rows_q4(const std::uint8_t* interleaved, int N, int K, std::uint8_t* packed) {
+  for (int n = 0; n < N; ++n) {
+    std::uint8_t* row = packed + static_cast<std::size_t>(n) * K / 2;
+    for (int k = 0; k < K; k += 2) {
+      auto value = [&](int kk) {
+        return (interleaved[interleaved_byte(n, kk, K)] >> (interleaved_high(kk) ? 4 : 0)) & 0xF;
+      };
+      row[k / 2] = static_cast<std::uint8_t>(value(k) | value(k + 1) << 4);
+    }
+  }
+}
+
+void interleave_factors(const void* factors, std::size_t item_bytes, int N, int groups,
+                        void* interleaved) {
+  const auto* src = static_cast<const std::uint8_t*>(factors);
+  auto* dst = static_cast<std::uint8_t*>(interleaved);
+  for (int n = 0; n < N; ++n) {
+    for (int g = 0; g < groups; ++g) {
+      const std::size_t to = (static_cast<std::size_t>(n / 16) * groups + g) * 16 + n % 16;
+      std::memcpy(dst + to * item_bytes,
+                  src + (static_cast<std::size_t>(n) * groups + g) * item_bytes, item_bytes);
+    }
+  }
+}
+
+void deinterleave_factors(const void* interleaved, std::size_t item_bytes, int N, int groups,
+                          void* factors) {
+  const auto* src = static_cast<const std::uint8_t*>(interleaved);
+  auto* dst = static_cast<std::uint8_t*>(factors);
+  for (int n = 0; n < N; ++n) {
+    for (int g = 0; g < groups; ++g) {
+      const std::size_t from = (static_cast<std::size_t>(n / 16) * groups + g) * 16 + n % 16;
+      std::memcpy(dst + (static_cast<std::size_t>(n) * groups + g) * item_bytes,
+                  src + from * item_bytes, item_bytes);
     }
   }
 }

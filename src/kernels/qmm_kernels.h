@@ -48,6 +48,11 @@ struct Problem {
   // scaled by a power of two; x_f16_unscale[m] undoes row m's scaling.
   const std::uint16_t* x_f16 = nullptr;
   const float* x_f16_unscale = nullptr;
+  // 4-bit weights in the row-interleaved layout (see interleave_rows_q4)
+  // instead of MLX's; read by gemv_int16_q4_rows and gemm_fp16, whose
+  // column ranges then start at multiples of 16. x_i16 is then in natural
+  // k order.
+  bool row_interleaved = false;
 };
 
 struct IsaKernels {
@@ -86,6 +91,8 @@ struct IsaKernels {
   // The same for 6-bit weights (AVX-512 VBMI unpacks them) and 8-bit ones.
   void (*gemv_int16_q6)(const Problem& p, int n_begin, int n_end) = nullptr;
   void (*gemv_int16_q8)(const Problem& p, int n_begin, int n_end) = nullptr;
+  // The same for row-interleaved 4-bit weights.
+  void (*gemv_int16_q4_rows)(const Problem& p, int n_begin, int n_end) = nullptr;
   // Prefill in half precision (reads x_f16; float16 products summed over
   // short runs into float32), for 4, 6 and 8 bits; column ranges start at
   // multiples of fp16_column_block. Null where the CPU has no float16
@@ -93,7 +100,8 @@ struct IsaKernels {
   void (*gemm_fp16)(const Problem& p, int n_begin, int n_end) = nullptr;
   int fp16_column_block = 32;
   // Fills x_f16 and x_f16_unscale from x [M, K] (float32, natural order).
-  void (*prepare_x_fp16)(const float* x, int M, int K, std::uint16_t* x_f16, float* unscale) = nullptr;
+  void (*prepare_x_fp16)(const float* x, int M, int K, std::uint16_t* x_f16,
+                         float* unscale) = nullptr;
 };
 
 // The raw quantized value at k of one packed weight row (bits 4, 6 or 8,
@@ -119,10 +127,28 @@ constexpr int even_odd_position(int k) {
 }
 
 // Rows of x [M, K] (natural k order, float32) rounded to int16 in the
-// layout of Problem::x_i16, with their scales.
+// layout of Problem::x_i16 (natural k order unless `even_odd`), with their
+// scales.
 int int16_scale_stride(int k_padded, int group_size);
 void quantize_activations_int16(const float* x, int M, int K, int group_size, int k_padded,
-                                std::int16_t* x_i16, float* x_i16_scales);
+                                bool even_odd, std::int16_t* x_i16, float* x_i16_scales);
+
+// The row-interleaved layout of 4-bit weights [N, K] (N a multiple of 16):
+// per block of 16 rows and 4 k (k0 .. k0 + 3), 32 bytes, two per row: the
+// first holds k0 (low nibble) and k0 + 2 (high nibble), the second k0 + 1
+// and k0 + 3. Zero-extended to 16-bit lanes and masked, 32 bytes give the
+// pairs (k0, k0 + 1) of 16 rows; shifted, the pairs (k0 + 2, k0 + 3): a
+// 32-bit broadcast of x's pair meets them in one vpdpwssd, each lane a
+// row, so a gemv needs no horizontal sums and loads 16 rows' scales at
+// once. Scales and biases go [N / 16][groups][16]. Blocks follow each
+// other, k-major within a block.
+void interleave_rows_q4(const std::uint8_t* packed, int N, int K, std::uint8_t* interleaved);
+void deinterleave_rows_q4(const std::uint8_t* interleaved, int N, int K, std::uint8_t* packed);
+// Factors [N, groups] of `item_bytes` each to [N / 16][groups][16] and back.
+void interleave_factors(const void* factors, std::size_t item_bytes, int N, int groups,
+                        void* interleaved);
+void deinterleave_factors(const void* interleaved, std::size_t item_bytes, int N, int groups,
+                          void* factors);
 
 // Decode shape: up to this many rows of x, a kernel streams each weight row
 // once per call (gemv); above it, weights go through dequantized panels.
@@ -190,6 +216,7 @@ void prepare_x_float16(const float* x, int M, int K, std::uint16_t* x_f16, float
 void avx512_vnni_gemv_int16_q4(const Problem& p, int n_begin, int n_end);
 void avx512_vbmi_gemv_int16_q6(const Problem& p, int n_begin, int n_end);
 void avx512_vnni_gemv_int16_q8(const Problem& p, int n_begin, int n_end);
+void avx512_vnni_gemv_int16_q4_rows(const Problem& p, int n_begin, int n_end);
 #endif
 
 // Helpers the kernels share, compiled for the baseline ISA.

@@ -1,6 +1,7 @@
 // quantized_matmul_fast: validation, the primitive, and the driver that
 // prepares x and spreads columns of the output over the thread pool.
 #include <mlx/ops.h>
+#include <mlx/transforms.h>
 
 #include <algorithm>
 #include <cstring>
@@ -104,6 +105,7 @@ struct PreparedX {
   std::vector<float> x_f16_unscale;
   int M = 0, K = 0, k_padded = 0;
   bool decode = false, int8 = false, bf16 = false, int16 = false, fp16 = false;
+  bool rows = false;  // the kernel reads row-interleaved weights
 };
 
 // The int16-activation gemv for this weight width, null where the CPU has
@@ -112,8 +114,11 @@ auto int16_kernel(const qmm::IsaKernels& isa, int bits) {
   return bits == 4 ? isa.gemv_int16_q4 : bits == 6 ? isa.gemv_int16_q6 : isa.gemv_int16_q8;
 }
 
+// With weights in the row-interleaved layout (4-bit only), whether the
+// call's kernel reads it: the int16 decode and the float16 prefill do; the
+// others get the weights in MLX's layout (deinterleaved_copy).
 PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size, int bits,
-                  ActivationPrecision precision, PrefillArithmetic prefill) {
+                  ActivationPrecision precision, PrefillArithmetic prefill, bool row_interleaved) {
   PreparedX p;
   p.K = x.shape(-1);
   p.M = static_cast<int>(x.size() / p.K);
@@ -123,8 +128,11 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   p.int8 = p.decode && precision == ActivationPrecision::int8 && isa.gemv_int8 && bits != 6;
   const bool round = p.decode && precision == ActivationPrecision::bfloat16;
   p.bf16 = round && bits == 4 && isa.gemv_bf16_q4;
-  p.int16 = p.decode && precision == ActivationPrecision::int16 && int16_kernel(isa, bits);
+  const bool int16_rows = row_interleaved && isa.gemv_int16_q4_rows;
+  p.int16 = p.decode && precision == ActivationPrecision::int16 &&
+            (int16_rows || int16_kernel(isa, bits) != nullptr);
   p.fp16 = !p.decode && prefill == PrefillArithmetic::float16 && isa.gemm_fp16;
+  p.rows = row_interleaved && ((p.int16 && int16_rows) || p.fp16);
   // The int8, bfloat16, int16 and float16 kernels read x in natural order
   // from x_float.
   const int interleave =
@@ -150,7 +158,7 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
     p.x_i16.resize(static_cast<std::size_t>(p.M) * p.k_padded);
     p.x_i16_scales.resize(static_cast<std::size_t>(p.M) *
                           qmm::int16_scale_stride(p.k_padded, group_size));
-    qmm::quantize_activations_int16(p.x_float.data(), p.M, p.K, group_size, p.k_padded,
+    qmm::quantize_activations_int16(p.x_float.data(), p.M, p.K, group_size, p.k_padded, !p.rows,
                                     p.x_i16.data(), p.x_i16_scales.data());
   }
   if (p.int8) {
@@ -169,15 +177,40 @@ struct ColumnTask {
   Range columns;
 };
 
+// Row-interleaved 4-bit weights {w, scales, biases} in MLX's layout, for
+// the kernels that read only that (other precisions, SIMD levels capped
+// below the interleaved kernels'): a copy per call, slow but exact.
+std::vector<mx::array> deinterleaved_copy(const mx::array& w, const mx::array& scales,
+                                          const mx::array& biases) {
+  const int N = w.shape(0), K = w.shape(1) * 2, groups = scales.shape(1);
+  auto packed = eager::allocated_array({N, K / 2}, mx::uint8);
+  qmm::deinterleave_rows_q4(w.data<std::uint8_t>(), N, K, packed.data<std::uint8_t>());
+  std::vector<mx::array> copy{packed};
+  for (const auto* factors : {&scales, &biases}) {
+    copy.push_back(eager::allocated_array(factors->shape(), factors->dtype()));
+    qmm::deinterleave_factors(factors->data<void>(), factors->itemsize(), N, groups,
+                              copy.back().data<void>());
+  }
+  return copy;
+}
+
 // in = {x, then w, scales, biases per weight set}; out[i] = x @ dequant(w_i)^T.
 void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::array>& out,
                            int group_size, int bits, ActivationPrecision precision,
-                           PrefillArithmetic prefill) {
+                           PrefillArithmetic prefill, WeightLayout layout) {
   const qmm::IsaKernels& isa = kernels_for(active_isa());
-  const PreparedX x = prepare(in[0], isa, group_size, bits, precision, prefill);
+  const bool row_interleaved = layout == WeightLayout::row_interleaved;
+  const PreparedX x = prepare(in[0], isa, group_size, bits, precision, prefill, row_interleaved);
+  std::vector<mx::array> weights(in.begin() + 1, in.end());
+  if (row_interleaved && !x.rows) {
+    for (std::size_t i = 0; i < weights.size(); i += 3) {
+      auto copy = deinterleaved_copy(weights[i], weights[i + 1], weights[i + 2]);
+      std::copy(copy.begin(), copy.end(), weights.begin() + i);
+    }
+  }
   std::vector<qmm::Problem> problems;
   for (std::size_t i = 0; i < out.size(); ++i) {
-    const auto &w = in[1 + 3 * i], &scales = in[2 + 3 * i], &biases = in[3 + 3 * i];
+    const auto &w = weights[3 * i], &scales = weights[3 * i + 1], &biases = weights[3 * i + 2];
     problems.push_back({x.x_float.data(),
                         x.group_sums.data(),
                         w.data<std::uint8_t>(),
@@ -198,11 +231,12 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
                         x.x_i16.data(),
                         x.x_i16_scales.data(),
                         x.x_f16.data(),
-                        x.x_f16_unscale.data()});
+                        x.x_f16_unscale.data(),
+                        x.rows});
   }
   auto kernel = x.int8     ? isa.gemv_int8
                 : x.bf16   ? isa.gemv_bf16_q4
-                : x.int16  ? int16_kernel(isa, bits)
+                : x.int16  ? (x.rows ? isa.gemv_int16_q4_rows : int16_kernel(isa, bits))
                 : x.decode ? isa.gemv
                 : x.fp16   ? isa.gemm_fp16
                            : isa.gemm;
@@ -214,7 +248,9 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
   // Prefill hands out whole weight panels. The ranges of all weight sets
   // form one job.
   auto& pool = ThreadPool::shared();
-  const int align = x.decode ? 8 : x.fp16 ? isa.fp16_column_block : isa.column_block;
+  const int align = x.decode ? (x.rows ? 16 : 8)
+                    : x.fp16 ? isa.fp16_column_block
+                             : isa.column_block;
   std::vector<ColumnTask> tasks;
   for (const auto& problem : problems) {
     const int units = (problem.N + align - 1) / align;
@@ -238,18 +274,20 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
 class QuantizedMatmulsFast : public FallbackPrimitive {
  public:
   QuantizedMatmulsFast(mx::Stream stream, Fallback fallback, int group_size, int bits,
-                       ActivationPrecision precision, PrefillArithmetic prefill)
+                       ActivationPrecision precision, PrefillArithmetic prefill,
+                       WeightLayout layout)
       : FallbackPrimitive(stream, std::move(fallback)),
         group_size_(group_size),
         bits_(bits),
         precision_(precision),
-        prefill_(prefill) {}
+        prefill_(prefill),
+        layout_(layout) {}
 
   void eval_cpu(const Arrays& inputs, Arrays& outputs) override {
     dispatch(inputs, outputs,
-             [group_size = group_size_, bits = bits_, precision = precision_, prefill = prefill_](
-                 const Arrays& in, Arrays& out) {
-               run_quantized_matmuls(in, out, group_size, bits, precision, prefill);
+             [group_size = group_size_, bits = bits_, precision = precision_, prefill = prefill_,
+              layout = layout_](const Arrays& in, Arrays& out) {
+               run_quantized_matmuls(in, out, group_size, bits, precision, prefill, layout);
              });
   }
   const char* name() const override { return "QuantizedMatmulFast"; }
@@ -265,7 +303,7 @@ class QuantizedMatmulsFast : public FallbackPrimitive {
   bool is_equivalent(const mx::Primitive& other) const override {
     auto& o = static_cast<const QuantizedMatmulsFast&>(other);
     return group_size_ == o.group_size_ && bits_ == o.bits_ && precision_ == o.precision_ &&
-           prefill_ == o.prefill_;
+           prefill_ == o.prefill_ && layout_ == o.layout_;
   }
 
  private:
@@ -273,14 +311,38 @@ class QuantizedMatmulsFast : public FallbackPrimitive {
   int bits_;
   ActivationPrecision precision_;
   PrefillArithmetic prefill_;
+  WeightLayout layout_;
 };
 
 [[noreturn]] void reject(const std::string& message) {
   kernels::reject("quantized_matmul_fast", message);
 }
 
-void validate(const mx::array& x, const mx::array& w, const mx::array& scales,
-              const mx::array& biases, int group_size, int bits) {
+// The stock-op composition for row-interleaved weights (w uint8 [N, K / 2],
+// scales and biases [N / 16][groups][16]): the weights put back in [N, K]
+// order and dequantized, then x @ w^T.
+mx::array stock_row_interleaved_matmul(const mx::array& x, const mx::array& w,
+                                       const mx::array& scales, const mx::array& biases,
+                                       int group_size, mx::StreamOrDevice s) {
+  const int N = w.shape(0), K = w.shape(1) * 2, groups = K / group_size;
+  // Byte (block, unit, row, j) holds k = 4 unit + j (low) and 4 unit + 2 + j.
+  auto bytes = mx::reshape(w, {N / 16, K / 4, 16, 2}, s);
+  auto low = mx::bitwise_and(bytes, mx::array(0x0F, mx::uint8), s);
+  auto high = mx::right_shift(bytes, mx::array(4, mx::uint8), s);
+  auto q =
+      mx::transpose(mx::stack({low, high}, 3, s), {0, 2, 1, 3, 4}, s);  // [N/16, 16, K/4, 2, 2]
+  auto in_rows = [&](const mx::array& factors) {  // [N / 16][groups][16] -> [N, groups, 1]
+    auto rows = mx::transpose(mx::reshape(factors, {N / 16, groups, 16}, s), {0, 2, 1}, s);
+    return mx::reshape(rows, {N, groups, 1}, s);
+  };
+  auto grouped = mx::reshape(mx::astype(q, scales.dtype(), s), {N, groups, group_size}, s);
+  auto dense = mx::reshape(mx::add(mx::multiply(grouped, in_rows(scales), s), in_rows(biases), s),
+                           {N, K}, s);
+  return mx::matmul(x, mx::transpose(dense, s), s);
+}
+
+void validate(const mx::array& x, const QuantizedWeights& weights, int group_size, int bits) {
+  const auto &w = weights.w, &scales = weights.scales, &biases = weights.biases;
   std::ostringstream msg;
   if (bits != 4 && bits != 6 && bits != 8) {
     reject("bits is " + std::to_string(bits) + ", expected 4, 6 or 8");
@@ -290,16 +352,21 @@ void validate(const mx::array& x, const mx::array& w, const mx::array& scales,
   }
   if (!is_float_dtype(x.dtype()) || x.ndim() < 1)
     reject("x must be float32/bfloat16/float16 [..., K]");
-  if (w.dtype() != mx::uint32 || w.ndim() != 2)
+  const bool rows = weights.layout == WeightLayout::row_interleaved;
+  if (rows && (bits != 4 || w.dtype() != mx::uint8 || w.ndim() != 2 || w.shape(0) % 16 != 0))
+    reject(
+        "row-interleaved weights must be 4-bit, a 2-D uint8 array [N, K / 2], N a multiple of 16");
+  if (!rows && (w.dtype() != mx::uint32 || w.ndim() != 2))
     reject("w must be a 2-D uint32 array [N, K * bits / 32]");
   if (!is_float_dtype(scales.dtype()) || biases.dtype() != scales.dtype()) {
     reject("scales and biases must share one float dtype");
   }
   const int K = x.shape(-1);
   const int N = w.shape(0);
-  if (w.shape(1) * 32 / bits != K) {
-    msg << "w has " << w.shape(1) << " packed columns (K = " << w.shape(1) * 32 / bits << " at "
-        << bits << " bits), x has K = " << K;
+  const int element_bits = rows ? 8 : 32;
+  if (w.shape(1) * element_bits / bits != K) {
+    msg << "w has " << w.shape(1) << " packed columns (K = " << w.shape(1) * element_bits / bits
+        << " at " << bits << " bits), x has K = " << K;
     reject(msg.str());
   }
   if (K % group_size != 0) reject("K = " + std::to_string(K) + " is not a multiple of group_size");
@@ -319,20 +386,27 @@ std::vector<mx::array> quantized_matmuls_fast(const mx::array& x,
                                               ActivationPrecision precision,
                                               PrefillArithmetic prefill, mx::StreamOrDevice s) {
   if (weights.empty()) reject("no weights given");
+  const WeightLayout layout = weights.front().layout;
   std::vector<mx::array> inputs{x};
   std::vector<mx::Shape> shapes;
   std::vector<mx::Dtype> dtypes;
   for (const auto& q : weights) {
-    validate(x, q.w, q.scales, q.biases, group_size, bits);
+    validate(x, q, group_size, bits);
+    if (q.layout != layout) reject("the weights of one call must share one layout");
     inputs.insert(inputs.end(), {q.w, q.scales, q.biases});
     auto shape = x.shape();
     shape.back() = q.w.shape(0);
     shapes.push_back(std::move(shape));
     dtypes.push_back(mx::promote_types(x.dtype(), q.scales.dtype()));
   }
-  auto fallback = [group_size, bits, s](const std::vector<mx::array>& in) {
+  auto fallback = [group_size, bits, layout, s](const std::vector<mx::array>& in) {
     std::vector<mx::array> outputs;
     for (std::size_t i = 1; i < in.size(); i += 3) {
+      if (layout == WeightLayout::row_interleaved) {
+        outputs.push_back(
+            stock_row_interleaved_matmul(in[0], in[i], in[i + 1], in[i + 2], group_size, s));
+        continue;
+      }
       outputs.push_back(mx::quantized_matmul(in[0], in[i], in[i + 1], in[i + 2], true, group_size,
                                              bits, "affine", s));
     }
@@ -341,8 +415,8 @@ std::vector<mx::array> quantized_matmuls_fast(const mx::array& x,
   auto stream = mx::to_stream(s);
   if (stream.device != mx::Device::cpu) return fallback(inputs);
   return mx::array::make_arrays(std::move(shapes), dtypes,
-                                std::make_shared<QuantizedMatmulsFast>(stream, fallback, group_size,
-                                                                       bits, precision, prefill),
+                                std::make_shared<QuantizedMatmulsFast>(
+                                    stream, fallback, group_size, bits, precision, prefill, layout),
                                 inputs);
 }
 
@@ -359,7 +433,28 @@ void eager::quantized_matmuls(const mx::array& x, const std::vector<QuantizedWei
                               PrefillArithmetic prefill, std::vector<mx::array>& out) {
   std::vector<mx::array> in{x};
   for (const auto& q : weights) in.insert(in.end(), {q.w, q.scales, q.biases});
-  run_quantized_matmuls(in, out, group_size, bits, precision, prefill);
+  run_quantized_matmuls(in, out, group_size, bits, precision, prefill, weights.front().layout);
+}
+
+bool row_interleaving_pays(int bits, int rows) {
+  const qmm::IsaKernels& isa = kernels_for(active_isa());
+  return bits == 4 && rows % 16 == 0 && isa.gemv_int16_q4_rows && isa.gemm_fp16;
+}
+
+QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits) {
+  if (bits != 4 || weights.layout != WeightLayout::mlx || weights.w.shape(0) % 16 != 0)
+    reject("to_row_interleaved takes 4-bit weights in MLX's layout with a multiple of 16 rows");
+  mx::eval({weights.w, weights.scales, weights.biases});
+  const int N = weights.w.shape(0), K = weights.w.shape(1) * 8, groups = K / group_size;
+  auto w = eager::allocated_array({N, K / 2}, mx::uint8);
+  qmm::interleave_rows_q4(weights.w.data<std::uint8_t>(), N, K, w.data<std::uint8_t>());
+  std::vector<mx::array> factors;
+  for (const auto* source : {&weights.scales, &weights.biases}) {
+    factors.push_back(eager::allocated_array(source->shape(), source->dtype()));
+    qmm::interleave_factors(source->data<void>(), source->itemsize(), N, groups,
+                            factors.back().data<void>());
+  }
+  return {w, factors[0], factors[1], WeightLayout::row_interleaved};
 }
 
 void set_kernel_threads(int count) {

@@ -30,7 +30,8 @@ struct Projection {
     return bias ? mx::promote_types(raw, bias->dtype()) : raw;
   }
   bool same_format(const Projection& other) const {
-    return group_size == other.group_size && bits == other.bits;
+    return group_size == other.group_size && bits == other.bits &&
+           weights.layout == other.weights.layout;
   }
 };
 
@@ -229,8 +230,7 @@ class FusedDecodeStep : public mx::Primitive {
 std::optional<Projection> fast_projection(const Linear& linear) {
   if (!linear.runs_fast_kernel()) return std::nullopt;
   const auto& q = *linear.quantized_tensor();
-  return Projection{
-      {q.packed, q.scales, q.biases}, q.params.group_size, q.params.bits, linear.bias()};
+  return Projection{q.kernel_weights(), q.params.group_size, q.params.bits, linear.bias()};
 }
 
 Norm norm_of(const RmsNorm& norm) {

@@ -52,10 +52,25 @@ void narrow_float32_factors(QuantizedTensor& q) {
   mx::eval(q.scales, q.biases);
 }
 
+// 4-bit projections with a multiple of 16 output rows go row-interleaved
+// where the CPU has the kernels that read that layout: 16 rows per vector
+// lane set, no per-row scale loads or horizontal sums in decode (SmolLM2's
+// 576-wide rows: 1.6-2.5x the weights per second on one core).
+void interleave_rows_where_it_pays(QuantizedTensor& q) {
+  if (!kernels::row_interleaving_pays(q.params.bits, q.packed.shape(0))) return;
+  auto interleaved =
+      kernels::to_row_interleaved(q.kernel_weights(), q.params.group_size, q.params.bits);
+  q.packed = interleaved.w;
+  q.scales = interleaved.scales;
+  q.biases = interleaved.biases;
+  q.layout = interleaved.layout;
+}
+
 mx::array quantized_projection(const mx::array& x, const QuantizedTensor& q, KernelMode kernels) {
   if (runs_fast_kernel(q, kernels))
-    return kernels::quantized_matmul_fast(x, q.packed, q.scales, q.biases, q.params.group_size,
-                                          q.params.bits, kActivationPrecision, kPrefillArithmetic);
+    return kernels::quantized_matmuls_fast(x, {q.kernel_weights()}, q.params.group_size,
+                                           q.params.bits, kActivationPrecision,
+                                           kPrefillArithmetic)[0];
   return mx::quantized_matmul(x, q.packed, q.scales, q.biases, /*transpose=*/true,
                               q.params.group_size, q.params.bits, q.params.mode);
 }
@@ -69,8 +84,10 @@ Linear Linear::load(WeightStore& weights, const QuantizationConfig& quantization
   layer.quantized_ = load_quantized(weights, quantization, path, in_dims, out_dims);
   if (!layer.quantized_)
     layer.dense_ = weights.take(path + ".weight", mx::Shape{out_dims, in_dims});
-  else if (layer.runs_fast_kernel())
+  else if (layer.runs_fast_kernel()) {
     narrow_float32_factors(*layer.quantized_);
+    interleave_rows_where_it_pays(*layer.quantized_);
+  }
   if (has_bias) layer.bias_ = weights.take(path + ".bias", mx::Shape{out_dims});
   return layer;
 }
@@ -99,6 +116,7 @@ std::vector<mx::array> Linear::apply_all(const mx::array& x,
   auto same_fast_format = [&](const Linear* layer) {
     const auto& first = *layers.front();
     return layer->runs_fast_kernel() && first.quantized_ &&
+           layer->quantized_->layout == first.quantized_->layout &&
            layer->quantized_->params.bits == first.quantized_->params.bits &&
            layer->quantized_->params.group_size == first.quantized_->params.group_size;
   };
@@ -108,10 +126,7 @@ std::vector<mx::array> Linear::apply_all(const mx::array& x,
     return outputs;
   }
   std::vector<kernels::QuantizedWeights> weights;
-  for (const auto* layer : layers) {
-    const auto& q = *layer->quantized_;
-    weights.push_back({q.packed, q.scales, q.biases});
-  }
+  for (const auto* layer : layers) weights.push_back(layer->quantized_->kernel_weights());
   const auto& params = layers.front()->quantized_->params;
   outputs = kernels::quantized_matmuls_fast(x, weights, params.group_size, params.bits,
                                             kActivationPrecision, kPrefillArithmetic);

@@ -34,10 +34,15 @@ inline constexpr auto kActivationPrecision = kernels::ActivationPrecision::int16
 inline constexpr auto kPrefillArithmetic = kernels::PrefillArithmetic::float16;
 
 struct QuantizedTensor {
-  mlx::core::array packed;  // uint32 [rows, in * bits / 32]
+  mlx::core::array packed;  // uint32 [rows, in * bits / 32] (MLX's layout)
   mlx::core::array scales;  // [rows, in / group_size]
   mlx::core::array biases;  // [rows, in / group_size]
   QuantizationParams params;
+  // Fast path only: row-interleaved for the own kernels (kernels.h); packed
+  // is then uint8 [rows, in / 2] and the factors are reordered.
+  kernels::WeightLayout layout = kernels::WeightLayout::mlx;
+
+  kernels::QuantizedWeights kernel_weights() const { return {packed, scales, biases, layout}; }
 };
 
 class Linear {

@@ -1,0 +1,98 @@
+// Row-interleaved 4-bit weights (kernels.h, WeightLayout) give the results
+// of the same weights in MLX's layout: under every SIMD level here (those
+// without the interleaved kernels put the weights back in MLX's layout per
+// call), every precision and arithmetic, decode and prefill shapes, groups
+// 32/64/128, all scale dtypes; and the stock-op fallback (taken by the
+// gradient) dequantizes them as MLX does.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <stdexcept>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu_features.h"
+#include "kernels/kernels.h"
+
+namespace mlx_cpp::kernels {
+namespace {
+
+namespace mx = mlx::core;
+using testing::ErrorReport;
+using testing::for_each_isa;
+using testing::measure_error;
+using testing::random_normal;
+
+QuantizedWeights mlx_layout(int N, int K, int group_size, mx::Dtype scale_dtype, int seed) {
+  auto q = mx::quantize(random_normal({N, K}, scale_dtype, 0.05f, seed), group_size, 4);
+  mx::eval(q);
+  return {q[0], q[1], q[2]};
+}
+
+TEST(RowInterleavedWeights, GiveTheResultsOfMlxLayout) {
+  ErrorReport report("row-interleaved vs MLX layout, same kernels' settings");
+  const mx::Dtype scale_dtypes[] = {mx::float32, mx::bfloat16, mx::float16};
+  int seed = 4000;
+  for (int group_size : {32, 64, 128}) {
+    for (int K : {128, 384, 576}) {
+      if (K % group_size != 0) continue;
+      for (int M : {1, 3, 4, 6, 40}) {
+        for (auto precision : {ActivationPrecision::int16, ActivationPrecision::float32}) {
+          ++seed;
+          const int N = 16 * (1 + seed % 5);
+          auto mlx = mlx_layout(N, K, group_size, scale_dtypes[seed % 3], seed);
+          auto rows = to_row_interleaved(mlx, group_size, 4);
+          ASSERT_EQ(rows.w.dtype(), mx::uint8);
+          auto x = random_normal({M, K}, mx::float32, 1.0f, seed + 1);
+          for_each_isa([&](Isa isa) {
+            auto expected = quantized_matmuls_fast(x, {mlx}, group_size, 4, precision,
+                                                   PrefillArithmetic::float16)[0];
+            auto actual = quantized_matmuls_fast(x, {rows}, group_size, 4, precision,
+                                                 PrefillArithmetic::float16)[0];
+            auto stats = measure_error(actual, expected);
+            report.add(stats);
+            // The same exact integer dots and float16 panels, summed in
+            // another order.
+            EXPECT_LE(stats.max_rel, 2e-6) << "isa=" << isa_name(isa) << " M=" << M << " N=" << N
+                                           << " K=" << K << " group=" << group_size;
+          });
+        }
+      }
+    }
+  }
+}
+
+TEST(RowInterleavedWeights, FallbackDequantizesAsMlx) {
+  auto mlx = mlx_layout(48, 256, 64, mx::bfloat16, 7);
+  auto rows = to_row_interleaved(mlx, 64, 4);
+  auto x = random_normal({2, 256}, mx::float32, 1.0f, 8);
+  auto cotangent = random_normal({2, 48}, mx::float32, 1.0f, 9);
+  // The vjp of the fast op runs its stock-op fallback (MLX's own
+  // quantized_matmul has no vjp with respect to all its inputs).
+  auto through = [&](const QuantizedWeights& weights) -> mx::array {
+    return mx::vjp(
+               [&](const std::vector<mx::array>& in) {
+                 return std::vector<mx::array>{quantized_matmuls_fast(in[0], {weights}, 64, 4)[0]};
+               },
+               {x}, {cotangent})
+        .second[0];
+  };
+  // x @ w^T takes cotangent @ w back to x.
+  auto w = mx::dequantize(mlx.w, mlx.scales, mlx.biases, 64, 4);
+  auto stats = measure_error(through(rows), mx::matmul(cotangent, mx::astype(w, mx::float32)));
+  EXPECT_LE(stats.max_rel, 1e-5) << "max abs " << stats.max_abs;
+}
+
+TEST(RowInterleavedWeights, RejectsWhatTheLayoutCannotHold) {
+  auto six_bit = mx::quantize(random_normal({32, 128}, mx::float32, 0.05f, 1), 64, 6);
+  EXPECT_THROW(to_row_interleaved({six_bit[0], six_bit[1], six_bit[2]}, 64, 6),
+               std::invalid_argument);
+  auto ragged = mlx_layout(40, 128, 64, mx::float32, 2);  // 40 rows: not a multiple of 16
+  EXPECT_THROW(to_row_interleaved(ragged, 64, 4), std::invalid_argument);
+  auto rows = to_row_interleaved(mlx_layout(32, 128, 64, mx::float32, 3), 64, 4);
+  auto x = random_normal({1, 128}, mx::float32, 1.0f, 4);
+  EXPECT_THROW(quantized_matmuls_fast(x, {rows, mlx_layout(32, 128, 64, mx::float32, 5)}, 64, 4),
+               std::invalid_argument);  // layouts mixed in one call
+}
+
+}  // namespace
+}  // namespace mlx_cpp::kernels
