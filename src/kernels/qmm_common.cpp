@@ -141,67 +141,71 @@ void quantize_activations_int16(const float* x, int M, int K, int group_size, in
   }
 }
 
-namespace {
-
-// Byte of the row-interleaved layout holding weight (n, k), and whether in
-// its high nibble.
-std::size_t interleaved_byte(int n, int k, int K) {
-  const std::size_t block = n / 16, unit = k / 4;
-  return ((block * (K / 4) + unit) * 16 + n % 16) * 2 + (k & 1);
-}
-bool interleaved_high(int k) {
-  return (k & 2) != 0;
-}
-
-}  // namespace
-
+// In MLX's layout, 4 k of a row are two bytes: k0 | k1 << 4, k2 | k3 << 4;
+// interleaved, they are k0 | k2 << 4, k1 | k3 << 4 (and back the same way).
 void interleave_rows_q4(const std::uint8_t* packed, int N, int K, std::uint8_t* interleaved) {
-  std::fill(interleaved, interleaved + static_cast<std::size_t>(N) * K / 2, std::uint8_t{0});
+  const int units = K / 4;
   for (int n = 0; n < N; ++n) {
     const std::uint8_t* row = packed + static_cast<std::size_t>(n) * K / 2;
-    for (int k = 0; k < K; ++k) {
-      const int value = quantized_value(row, k, 4);
-      interleaved[interleaved_byte(n, k, K)] |= value << (interleaved_high(k) ? 4 : 0);
+    std::uint8_t* out = interleaved + (static_cast<std::size_t>(n / 16) * units * 16 + n % 16) * 2;
+    for (int u = 0; u < units; ++u, out += 32) {
+      const std::uint8_t first = row[2 * u], second = row[2 * u + 1];
+      out[0] = static_cast<std::uint8_t>((first & 0x0F) | (second & 0x0F) << 4);
+      out[1] = static_cast<std::uint8_t>((first >> 4) | (second & 0xF0));
     }
   }
 }
 
 void deinterleave_rows_q4(const std::uint8_t* interleaved, int N, int K, std::uint8_t* packed) {
+  const int units = K / 4;
   for (int n = 0; n < N; ++n) {
     std::uint8_t* row = packed + static_cast<std::size_t>(n) * K / 2;
-    for (int k = 0; k < K; k += 2) {
-      auto value = [&](int kk) {
-        return (interleaved[interleaved_byte(n, kk, K)] >> (interleaved_high(kk) ? 4 : 0)) & 0xF;
-      };
-      row[k / 2] = static_cast<std::uint8_t>(value(k) | value(k + 1) << 4);
+    const std::uint8_t* in =
+        interleaved + (static_cast<std::size_t>(n / 16) * units * 16 + n % 16) * 2;
+    for (int u = 0; u < units; ++u, in += 32) {
+      row[2 * u] = static_cast<std::uint8_t>((in[0] & 0x0F) | (in[1] & 0x0F) << 4);
+      row[2 * u + 1] = static_cast<std::uint8_t>((in[0] >> 4) | (in[1] & 0xF0));
     }
   }
 }
 
-void interleave_factors(const void* factors, std::size_t item_bytes, int N, int groups,
-                        void* interleaved) {
-  const auto* src = static_cast<const std::uint8_t*>(factors);
-  auto* dst = static_cast<std::uint8_t*>(interleaved);
+namespace {
+
+// [N, groups] <-> [N / 16][groups][16] for items of type T.
+template <class T>
+void reorder_factors(const void* from, int N, int groups, void* to, bool interleave) {
+  const T* src = static_cast<const T*>(from);
+  T* dst = static_cast<T*>(to);
   for (int n = 0; n < N; ++n) {
+    const std::size_t row = static_cast<std::size_t>(n) * groups;
+    const std::size_t lane = static_cast<std::size_t>(n / 16) * groups * 16 + n % 16;
     for (int g = 0; g < groups; ++g) {
-      const std::size_t to = (static_cast<std::size_t>(n / 16) * groups + g) * 16 + n % 16;
-      std::memcpy(dst + to * item_bytes,
-                  src + (static_cast<std::size_t>(n) * groups + g) * item_bytes, item_bytes);
+      if (interleave)
+        dst[lane + g * 16] = src[row + g];
+      else
+        dst[row + g] = src[lane + g * 16];
     }
   }
+}
+
+void reorder_factors(const void* from, std::size_t item_bytes, int N, int groups, void* to,
+                     bool interleave) {
+  if (item_bytes == 4)
+    reorder_factors<std::uint32_t>(from, N, groups, to, interleave);
+  else
+    reorder_factors<std::uint16_t>(from, N, groups, to, interleave);
+}
+
+}  // namespace
+
+void interleave_factors(const void* factors, std::size_t item_bytes, int N, int groups,
+                        void* interleaved) {
+  reorder_factors(factors, item_bytes, N, groups, interleaved, true);
 }
 
 void deinterleave_factors(const void* interleaved, std::size_t item_bytes, int N, int groups,
                           void* factors) {
-  const auto* src = static_cast<const std::uint8_t*>(interleaved);
-  auto* dst = static_cast<std::uint8_t*>(factors);
-  for (int n = 0; n < N; ++n) {
-    for (int g = 0; g < groups; ++g) {
-      const std::size_t from = (static_cast<std::size_t>(n / 16) * groups + g) * 16 + n % 16;
-      std::memcpy(dst + (static_cast<std::size_t>(n) * groups + g) * item_bytes,
-                  src + from * item_bytes, item_bytes);
-    }
-  }
+  reorder_factors(interleaved, item_bytes, N, groups, factors, false);
 }
 
 float* thread_scratch(int slot, std::size_t count) {

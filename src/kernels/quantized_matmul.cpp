@@ -447,13 +447,24 @@ QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_s
   mx::eval({weights.w, weights.scales, weights.biases});
   const int N = weights.w.shape(0), K = weights.w.shape(1) * 8, groups = K / group_size;
   auto w = eager::allocated_array({N, K / 2}, mx::uint8);
-  qmm::interleave_rows_q4(weights.w.data<std::uint8_t>(), N, K, w.data<std::uint8_t>());
   std::vector<mx::array> factors;
-  for (const auto* source : {&weights.scales, &weights.biases}) {
+  for (const auto* source : {&weights.scales, &weights.biases})
     factors.push_back(eager::allocated_array(source->shape(), source->dtype()));
-    qmm::interleave_factors(source->data<void>(), source->itemsize(), N, groups,
-                            factors.back().data<void>());
-  }
+  // Blocks of 16 rows are contiguous in both layouts: ranges of them
+  // convert independently (a 1.5B model's weights take about a second on
+  // one core).
+  parallel_ranges(N / 16, 64, [&](Range blocks) {
+    const int first = blocks.begin * 16, rows = (blocks.end - blocks.begin) * 16;
+    const std::size_t row_bytes = K / 2;
+    qmm::interleave_rows_q4(weights.w.data<std::uint8_t>() + first * row_bytes, rows, K,
+                            w.data<std::uint8_t>() + first * row_bytes);
+    for (int i = 0; i < 2; ++i) {
+      const auto& source = i == 0 ? weights.scales : weights.biases;
+      const std::size_t offset = static_cast<std::size_t>(first) * groups * source.itemsize();
+      qmm::interleave_factors(source.data<std::uint8_t>() + offset, source.itemsize(), rows, groups,
+                              factors[i].data<std::uint8_t>() + offset);
+    }
+  });
   return {w, factors[0], factors[1], WeightLayout::row_interleaved};
 }
 
