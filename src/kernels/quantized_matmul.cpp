@@ -260,6 +260,10 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
       count = std::clamp(static_cast<int>(weight_bytes / kMinDecodeTaskBytes), 1, count);
       count = std::max(count, std::min({units, kMaxDecodeTasks,
                                         static_cast<int>(weight_bytes / kDecodeTaskBytes)}));
+      // A whole number of ranges per thread: with 3 ranges on 2 threads,
+      // one thread streams two thirds (SmolLM2's o_proj; its q/k/v made 5).
+      const int threads = pool.thread_count();
+      count = std::min(units, (count + threads - 1) / threads * threads);
     }
     for (int t = 0; t < count; ++t) {
       Range range = split_range(problem.N, count, t, align);

@@ -27,9 +27,11 @@ class WeightStore {
   bool contains(const std::string& name) const { return tensors_.count(name) > 0; }
   const mlx::core::array* find(const std::string& name) const;
 
-  // Takes a required tensor. A missing tensor or a shape different from
-  // `expected_shape` (when given) is recorded for audit() and a placeholder
-  // is returned, so one load reports every problem at once.
+  // Takes a required tensor: the store keeps only its name (find() then
+  // sees a placeholder), so the caller's array is the only reference. A
+  // missing tensor or a shape different from `expected_shape` (when given)
+  // is recorded for audit() and a placeholder is returned, so one load
+  // reports every problem at once.
   mlx::core::array take(const std::string& name,
                         const std::optional<mlx::core::Shape>& expected_shape = std::nullopt,
                         DtypeRule dtype_rule = DtypeRule::floating);
