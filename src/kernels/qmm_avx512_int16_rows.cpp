@@ -35,6 +35,13 @@ namespace {
 
 constexpr int kRowsPerBlock = 16;
 constexpr int kUnitBytes = 32;  // 16 rows x 4 k
+// Weights are asked for this far ahead of their use: with the hardware
+// prefetcher alone, one core streamed ~8 GB/s through this kernel in a
+// decode step, against ~13.5 for a plain sequential read. SmolLM2 decode,
+// alternating runs (`mlx-cpp bench -p 512 -g 64 -n 1`, 10 rounds): no
+// prefetch 97 tok/s median, 2 KB ahead 115 (10 of 10 rounds faster), 4 KB
+// 123 (7 of 8 faster than 2 KB); 8 KB no better.
+constexpr int kPrefetchBytes = 4096;
 
 // x's int16 pair at k and k + 1, broadcast to every 32-bit lane.
 inline __m512i pair_at(const std::int16_t* x, int k) {
@@ -62,6 +69,8 @@ void block_rows(const Problem& p, int block, int m, float* result) {
     const std::uint8_t* units = w + static_cast<std::size_t>(g) * kUnitsPerGroup * kUnitBytes;
     const int k0 = g * Group;
     for (int u = 0; u < kUnitsPerGroup; u += 2) {
+      _mm_prefetch(reinterpret_cast<const char*>(units + u * kUnitBytes + kPrefetchBytes),
+                   _MM_HINT_T0);
       const __m512i w0 = _mm512_cvtepu8_epi16(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(units + u * kUnitBytes)));
       const __m512i w1 = _mm512_cvtepu8_epi16(
