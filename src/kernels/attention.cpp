@@ -56,7 +56,18 @@ class StridedRows {
         strides_{a.strides()[0], a.strides()[1], a.strides()[2], a.strides()[3]},
         type_(scalar_type_of(a.dtype())),
         ops_(vector_ops()),
-        width_(a.shape(3)) {}
+        width_(a.shape(3)),
+        item_bytes_(a.itemsize()) {}
+
+  // Asks the memory system for rows s .. s + count - 1 (nothing when
+  // count <= 0 or the rows are strided).
+  void prefetch_rows(int b, int h, int s, int count) const {
+    if (count <= 0 || strides_[3] != 1 || strides_[2] != width_) return;
+    const char* first = static_cast<const char*>(a_.data<void>()) +
+                        (b * strides_[0] + h * strides_[1] + s * strides_[2]) * item_bytes_;
+    const std::size_t bytes = static_cast<std::size_t>(count) * width_ * item_bytes_;
+    for (std::size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(first + offset);
+  }
 
   // Rows s .. s + count - 1 into dst[count][width]: one conversion when
   // they are contiguous (a cache's storage), else row by row.
@@ -86,6 +97,7 @@ class StridedRows {
   ScalarType type_;
   const VectorOps& ops_;
   int width_;
+  std::size_t item_bytes_;
 };
 
 // A mask broadcast to [B, Hq, L, S] (any strides), applied to score rows.
@@ -231,6 +243,12 @@ class Task {
   void attend(int begin, int end) {
     for (int first = begin; first < end; first += kKeyBlock) {
       const int count = std::min(kKeyBlock, end - first);
+      // The next block's keys and values, asked for while this one is
+      // computed (a decode step reads them from memory, once).
+      const int next = first + kKeyBlock;
+      const int next_count = std::min(kKeyBlock, end - next);
+      in_.keys.prefetch_rows(b_, kv_head_, next, next_count);
+      in_.values.prefetch_rows(b_, kv_head_, next, next_count);
       score(first, count);
       softmax_update(first, count);
       in_.values.load_rows(b_, kv_head_, first, count, values_.data());
