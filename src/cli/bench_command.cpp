@@ -49,6 +49,7 @@ GenerationStats run_once(const LoadedModel& loaded, KernelMode kernels,
   GenerationOptions options;
   options.max_tokens = tokens;
   options.prefill_step_size = default_prefill_step(kernels);
+  options.kernels = kernels;
   return generate_tokens(*loaded.model, caches, prompt, options, /*eos_token_ids=*/{},
                          [](const GeneratedToken&) { return true; });
 }

@@ -138,6 +138,7 @@ TextResult Session::generate(const TextRequest& request,
   auto options = request.options;
   options.max_tokens = std::min(options.max_tokens, context_size_ - int(prompt.size()));
   options.prefill_step_size = default_prefill_step(kernels_);
+  options.kernels = kernels_;
 
   TextResult result;
   result.cached_prompt_tokens = reuse_cached_prefix(prompt);

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "io/error.h"
+#include "kernels/kernels.h"
 
 namespace mlx_cpp {
 namespace mx = mlx::core;
@@ -67,7 +68,9 @@ GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
     logits = mx::reshape(mx::slice(logits, {0, length - 1, 0}, {1, length, vocab}), {1, vocab});
     if (penalize) logits = apply_logits_processors(logits, tokens, options.penalties);
     if (observe_logits) observe_logits(logits);
-    auto logprobs = mx::subtract(logits, mx::logsumexp(logits, /*keepdims=*/true));
+    auto logprobs = options.kernels == KernelMode::fast
+                        ? kernels::log_softmax_fast(logits)
+                        : mx::subtract(logits, mx::logsumexp(logits, /*keepdims=*/true));
     return std::pair{sampler(logprobs), mx::squeeze(logprobs, 0)};
   };
 

@@ -30,6 +30,9 @@ inline int default_prefill_step(KernelMode kernels) {
 struct GenerationOptions {
   int max_tokens = 256;
   int prefill_step_size = kStockPrefillStep;
+  // fast: the log-softmax of each step's logits takes the own kernel
+  // (kernels::log_softmax_fast) instead of MLX's subtract(logsumexp).
+  KernelMode kernels = KernelMode::stock;
   SamplerOptions sampler;
   PenaltyOptions penalties;
 };

@@ -156,6 +156,12 @@ mlx::core::array gated_activation_fast(const mlx::core::array& gate, const mlx::
                                        GatedActivation activation,
                                        mlx::core::StreamOrDevice s = {});
 
+// x - logsumexp(x) along the last axis, as mlx::core::subtract(x,
+// mlx::core::logsumexp(x, -1, true)): float32 inside, rounded once to x's
+// dtype. A row whose largest value is infinite gives what the stock ops
+// give (-inf rows: NaN).
+mlx::core::array log_softmax_fast(const mlx::core::array& x, mlx::core::StreamOrDevice s = {});
+
 // Threads the kernels use, including MLX's evaluating thread. count < 1
 // means the hardware's core count (the default).
 void set_kernel_threads(int count);

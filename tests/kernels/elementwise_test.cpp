@@ -1,9 +1,12 @@
-// rms_norm_fast, rope_fast and gated_activation_fast against their stock
-// fallbacks on random inputs of many shapes and dtypes, under every SIMD
+// rms_norm_fast, rope_fast, gated_activation_fast and log_softmax_fast against
+// their fallbacks on random inputs of many shapes and dtypes, under every SIMD
 // level available here. Each test logs the worst error it saw.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
@@ -67,9 +70,9 @@ TEST(RmsNormFast, AddThenNormEqualsTheTwoOps) {
     }
   });
   auto x = random_normal({2, 64}, mx::float32, 1.0f, 1);
-  EXPECT_THROW(add_rms_norm_fast(x, random_normal({2, 32}, mx::float32, 1.0f, 2), std::nullopt,
-                                 1e-5f),
-               std::invalid_argument);
+  EXPECT_THROW(
+      add_rms_norm_fast(x, random_normal({2, 32}, mx::float32, 1.0f, 2), std::nullopt, 1e-5f),
+      std::invalid_argument);
 }
 
 TEST(RmsNormFast, RejectsAWeightOfTheWrongSize) {
@@ -179,6 +182,51 @@ TEST(GatedActivationFast, FallbackIsTheStockComposition) {
   auto expected = mx::multiply(
       up, mx::add(sig, mx::multiply(gate, mx::multiply(sig, mx::subtract(mx::array(1.0f), sig)))));
   EXPECT_LE(measure_error(grad_fast.second[0], expected).max_rel, 1e-5);
+}
+
+// Both sides round once to the output dtype; in float32 the two differ in
+// the exp's last bits and the summation order.
+TEST(LogSoftmaxFast, MatchesStock) {
+  ErrorReport report("log_softmax_fast vs x - logsumexp(x)");
+  const mx::Shape shapes[] = {{1, 49152}, {3, 1000}, {2, 5, 33}, {1, 1}};
+  for_each_isa([&](Isa) {
+    int seed = 300;
+    for (const auto& shape : shapes) {
+      for (auto dtype : kDtypes) {
+        auto x = random_normal(shape, dtype, 8.0f, ++seed);
+        auto fast = log_softmax_fast(x);
+        auto stock = mx::subtract(x, mx::logsumexp(x, -1, true));
+        ASSERT_EQ(fast.dtype(), stock.dtype());
+        ASSERT_EQ(fast.shape(), stock.shape());
+        auto stats = measure_error(fast, stock);
+        report.add(stats);
+        EXPECT_LE(stats.max_rel, rounding_tolerance(dtype, 2, 1e-5))
+            << "shape " << shape << " dtype " << dtype;
+      }
+    }
+  });
+}
+
+TEST(LogSoftmaxFast, InfiniteLogitsAsTheStockOps) {
+  // A masked logit (-inf) stays -inf; a row of only -inf is NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> values{1.0f, -inf, 3.0f, 0.5f, -inf, -inf, -inf, -inf};
+  auto x = mx::array(values.data(), {2, 4}, mx::float32);
+  auto fast = mx::reshape(log_softmax_fast(x), {8});
+  auto stock = mx::reshape(mx::subtract(x, mx::logsumexp(x, -1, true)), {8});
+  mx::eval(fast, stock);
+  for (int i = 0; i < 8; ++i) {
+    const float f = fast.data<float>()[i];
+    const float s = stock.data<float>()[i];
+    if (std::isnan(s)) {
+      EXPECT_TRUE(std::isnan(f)) << i;
+    } else if (std::isinf(s)) {
+      EXPECT_EQ(f, s) << i;
+    } else {
+      EXPECT_NEAR(f, s, 1e-6f) << i;
+    }
+  }
+  EXPECT_THROW(log_softmax_fast(mx::array({1, 2, 3})), std::invalid_argument);  // integers
 }
 
 }  // namespace
