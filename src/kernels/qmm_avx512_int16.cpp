@@ -1,9 +1,12 @@
-// Decode quantized matmul for 4-bit weights with 16-bit integer activations
-// on AVX-512 VNNI (6- and 8-bit weights: qmm_avx512_int16_q6.cpp and _q8.cpp, the same body). One
-// vpdpwssd multiplies 32 pairs of signed 16-bit integers and adds each lane's two products into a
-// 32-bit lane, as a single instruction on the vector ALU. The float kernels spend a conversion and
-// an FMA per 16 weights, the bfloat16 kernel's vdpbf16ps issues at a quarter of the FMA's rate;
-// both leave a core at ~16-19 G weights/s, below what its memory bandwidth delivers at 4 bits.
+// Decode quantized matmul for 4- and 8-bit weights with 16-bit integer
+// activations on AVX-512 VNNI (6-bit weights, which also need VBMI:
+// qmm_avx512_int16_q6.cpp, the same body). One vpdpwssd multiplies 32
+// pairs of signed 16-bit integers and adds each lane's two products into a
+// 32-bit lane, as a single instruction on the vector ALU. The float
+// kernels spend a conversion and an FMA per 16 weights (8-bit ones too),
+// the bfloat16 kernel's vdpbf16ps issues at a quarter of the FMA's rate;
+// both leave a core at ~16-19 G weights/s, below what its memory bandwidth
+// delivers at 4 bits.
 //
 // x is rounded to int16 per block of group_size k (scale = max |x| /
 // 32767), so a block's integer dot with the raw nibbles q is exact and is
@@ -33,18 +36,29 @@
 
 namespace mlx_cpp::kernels::qmm {
 
+// The body once per weight width, each in its own namespace.
 namespace {
-
+namespace four_bit {
 constexpr int kBits = 4;
-
 // clang-format off
 #include "kernels/qmm_avx512_int16_body.inc"
 // clang-format on
+}  // namespace four_bit
 
+namespace eight_bit {
+constexpr int kBits = 8;
+// clang-format off
+#include "kernels/qmm_avx512_int16_body.inc"
+// clang-format on
+}  // namespace eight_bit
 }  // namespace
 
 void avx512_vnni_gemv_int16_q4(const Problem& p, int n_begin, int n_end) {
-  gemv_int16(p, n_begin, n_end);
+  four_bit::gemv_int16(p, n_begin, n_end);
+}
+
+void avx512_vnni_gemv_int16_q8(const Problem& p, int n_begin, int n_end) {
+  eight_bit::gemv_int16(p, n_begin, n_end);
 }
 
 }  // namespace mlx_cpp::kernels::qmm

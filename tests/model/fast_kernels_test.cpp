@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 #include <mlx/ops.h>
 
-#include "engine/token_generator.h"
 #include "golden_case.h"
+#include "greedy_run.h"
 #include "model/language_model.h"
 
 namespace mlx_cpp {
@@ -28,26 +28,6 @@ constexpr float kRelativeLogitError = 0.05f;
 // forward's: measured worst 5.8% (gemma3 q4). Greedy tokens must still match.
 constexpr float kDecodeRelativeLogitError = 0.10f;
 constexpr int kGreedySteps = 64;
-
-struct GreedyRun {
-  std::vector<int> tokens;
-  std::vector<mx::array> logits;
-};
-
-GreedyRun greedy(const LoadedModel& loaded, const std::vector<int>& prompt) {
-  GreedyRun run;
-  auto caches = loaded.model->make_caches();
-  GenerationOptions options;
-  options.max_tokens = kGreedySteps;
-  generate_tokens(
-      *loaded.model, caches, prompt, options, {},
-      [&](const GeneratedToken& token) {
-        run.tokens.push_back(token.id);
-        return true;
-      },
-      {}, [&](const mx::array& logits) { run.logits.push_back(mx::astype(logits, mx::float32)); });
-  return run;
-}
 
 float top_two_gap(const mx::array& logits) {
   auto sorted = mx::sort(mx::flatten(logits));
@@ -76,8 +56,8 @@ TEST_P(FastKernels, LogitsWithinBoundAndGreedyTokensMatchStock) {
     worst = std::max(worst, error / (bound / kRelativeLogitError));
     EXPECT_LE(error, bound);
 
-    auto expected = greedy(stock, ids);
-    auto actual = greedy(fast, ids);
+    auto expected = testing::greedy_run(stock, ids, kGreedySteps);
+    auto actual = testing::greedy_run(fast, ids, kGreedySteps);
     for (size_t step = 0; step < expected.tokens.size(); ++step) {
       const auto& stock_step = expected.logits[step];
       const float step_bound =

@@ -8,8 +8,8 @@
 
 #include <random>
 
-#include "engine/token_generator.h"
 #include "golden_case.h"
+#include "greedy_run.h"
 #include "model/dense_transformer.h"
 #include "model/language_model.h"
 
@@ -28,26 +28,6 @@ LoadedModel load_fast(const std::filesystem::path& directory, bool fused) {
 
 int fused_layers(const LoadedModel& loaded) {
   return dynamic_cast<const DenseTransformer&>(*loaded.model).fused_layer_count();
-}
-
-struct GreedyRun {
-  std::vector<int> tokens;
-  std::vector<mx::array> logits;
-};
-
-GreedyRun greedy(const LoadedModel& loaded, const std::vector<int>& prompt) {
-  GreedyRun run;
-  auto caches = loaded.model->make_caches();
-  GenerationOptions options;
-  options.max_tokens = kGreedySteps;
-  generate_tokens(
-      *loaded.model, caches, prompt, options, {},
-      [&](const GeneratedToken& token) {
-        run.tokens.push_back(token.id);
-        return true;
-      },
-      {}, [&](const mx::array& logits) { run.logits.push_back(logits); });
-  return run;
 }
 
 // Layers whose decode step fuses, per case: dense (bf16) weights and
@@ -71,8 +51,8 @@ TEST_P(FusedDecode, GreedyLogitsEqualTheOpGraphBitForBit) {
   for (const auto& [name, prompt] : golden.goldens["prompts"].items()) {
     SCOPED_TRACE("prompt " + name);
     auto ids = prompt["ids"].get<std::vector<int>>();
-    auto expected = greedy(graph, ids);
-    auto actual = greedy(fused, ids);
+    auto expected = testing::greedy_run(graph, ids, kGreedySteps);
+    auto actual = testing::greedy_run(fused, ids, kGreedySteps);
     ASSERT_EQ(actual.tokens, expected.tokens);
     for (size_t step = 0; step < expected.logits.size(); ++step)
       ASSERT_EQ(testing::compare_exact(actual.logits[step], expected.logits[step]), "")
