@@ -141,35 +141,27 @@ void quantize_activations_int16(const float* x, int M, int K, int group_size, in
   }
 }
 
+namespace {
+
 // In MLX's layout, 4 k of a row are two bytes: k0 | k1 << 4, k2 | k3 << 4;
-// interleaved, they are k0 | k2 << 4, k1 | k3 << 4 (and back the same way).
-void interleave_rows_q4(const std::uint8_t* packed, int N, int K, std::uint8_t* interleaved) {
+// interleaved, they are k0 | k2 << 4, k1 | k3 << 4. Swapping the two
+// middle nibbles is its own inverse, so one function goes either way; only
+// where the bytes sit differs.
+void reorder_rows_q4(const std::uint8_t* from, int N, int K, std::uint8_t* to, bool interleave) {
   const int units = K / 4;
   for (int n = 0; n < N; ++n) {
-    const std::uint8_t* row = packed + static_cast<std::size_t>(n) * K / 2;
-    std::uint8_t* out = interleaved + (static_cast<std::size_t>(n / 16) * units * 16 + n % 16) * 2;
-    for (int u = 0; u < units; ++u, out += 32) {
-      const std::uint8_t first = row[2 * u], second = row[2 * u + 1];
+    const std::size_t row = static_cast<std::size_t>(n) * K / 2;
+    const std::size_t lane = (static_cast<std::size_t>(n / 16) * units * 16 + n % 16) * 2;
+    for (int u = 0; u < units; ++u) {
+      const std::size_t in_row = row + 2 * u, in_block = lane + 32 * static_cast<std::size_t>(u);
+      const std::uint8_t* in = from + (interleave ? in_row : in_block);
+      std::uint8_t* out = to + (interleave ? in_block : in_row);
+      const std::uint8_t first = in[0], second = in[1];
       out[0] = static_cast<std::uint8_t>((first & 0x0F) | (second & 0x0F) << 4);
       out[1] = static_cast<std::uint8_t>((first >> 4) | (second & 0xF0));
     }
   }
 }
-
-void deinterleave_rows_q4(const std::uint8_t* interleaved, int N, int K, std::uint8_t* packed) {
-  const int units = K / 4;
-  for (int n = 0; n < N; ++n) {
-    std::uint8_t* row = packed + static_cast<std::size_t>(n) * K / 2;
-    const std::uint8_t* in =
-        interleaved + (static_cast<std::size_t>(n / 16) * units * 16 + n % 16) * 2;
-    for (int u = 0; u < units; ++u, in += 32) {
-      row[2 * u] = static_cast<std::uint8_t>((in[0] & 0x0F) | (in[1] & 0x0F) << 4);
-      row[2 * u + 1] = static_cast<std::uint8_t>((in[0] >> 4) | (in[1] & 0xF0));
-    }
-  }
-}
-
-namespace {
 
 // [N, groups] <-> [N / 16][groups][16] for items of type T.
 template <class T>
@@ -197,6 +189,14 @@ void reorder_factors(const void* from, std::size_t item_bytes, int N, int groups
 }
 
 }  // namespace
+
+void interleave_rows_q4(const std::uint8_t* packed, int N, int K, std::uint8_t* interleaved) {
+  reorder_rows_q4(packed, N, K, interleaved, true);
+}
+
+void deinterleave_rows_q4(const std::uint8_t* interleaved, int N, int K, std::uint8_t* packed) {
+  reorder_rows_q4(interleaved, N, K, packed, false);
+}
 
 void interleave_factors(const void* factors, std::size_t item_bytes, int N, int groups,
                         void* interleaved) {

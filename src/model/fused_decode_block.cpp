@@ -19,19 +19,14 @@ namespace eager = kernels::eager;
 namespace {
 
 struct Projection {
-  kernels::QuantizedWeights weights;
-  int group_size = 0, bits = 0;
+  QuantizedTensor tensor;
   std::optional<mx::array> bias;
 
   // The op graph's dtype for this projection of x: the kernel's promotion,
   // then the bias add's.
   mx::Dtype output_type(mx::Dtype x) const {
-    auto raw = mx::promote_types(x, weights.scales.dtype());
+    auto raw = mx::promote_types(x, tensor.scales.dtype());
     return bias ? mx::promote_types(raw, bias->dtype()) : raw;
-  }
-  bool same_format(const Projection& other) const {
-    return group_size == other.group_size && bits == other.bits &&
-           weights.layout == other.weights.layout;
   }
 };
 
@@ -95,14 +90,17 @@ void project(const mx::array& x, const std::vector<const Projection*>& projectio
   std::vector<mx::array> raw;
   for (std::size_t i = 0; i < projections.size(); ++i)
     raw.push_back(eager::allocated_array(
-        shapes[i], mx::promote_types(x.dtype(), projections[i]->weights.scales.dtype())));
+        shapes[i], mx::promote_types(x.dtype(), projections[i]->tensor.scales.dtype())));
   for (std::size_t first = 0; first < projections.size();) {
+    const QuantizedTensor& format = projections[first]->tensor;
     std::size_t last = first + 1;
-    while (last < projections.size() && projections[last]->same_format(*projections[first])) ++last;
+    while (last < projections.size() && projections[last]->tensor.shares_kernel_call(format))
+      ++last;
     std::vector<kernels::QuantizedWeights> weights;
     std::vector<mx::array> run_outputs(raw.begin() + first, raw.begin() + last);
-    for (std::size_t i = first; i < last; ++i) weights.push_back(projections[i]->weights);
-    eager::quantized_matmuls(x, weights, projections[first]->group_size, projections[first]->bits,
+    for (std::size_t i = first; i < last; ++i)
+      weights.push_back(projections[i]->tensor.kernel_weights());
+    eager::quantized_matmuls(x, weights, format.params.group_size, format.params.bits,
                              kActivationPrecision, kPrefillArithmetic, run_outputs);
     first = last;
   }
@@ -142,9 +140,8 @@ mx::array rotated(const Plan& p, const mx::array& heads, int position) {
 
 // The block on one token: x [1, 1, hidden] → out; keys and values are the
 // cache's storage, the token written at `position`.
-void run_step(const Plan& p, const mx::array& x, mx::array& keys, mx::array& values, int position,
-              mx::array& out) {
-  const StepTypes types(p, x.dtype());
+void run_step(const Plan& p, const StepTypes& types, const mx::array& x, mx::array& keys,
+              mx::array& values, int position, mx::array& out) {
   const int hidden = x.shape(-1), D = p.head_dim;
   auto normed = eager::allocated_array(x.shape(), types.normed);
   eager::rms_norm(x, p.input_norm.weight, p.input_norm.eps, normed);
@@ -168,7 +165,7 @@ void run_step(const Plan& p, const mx::array& x, mx::array& keys, mx::array& val
   auto post_normed = eager::allocated_array(x.shape(), types.post_normed);
   eager::add_rms_norm(x, o[0], p.post_attention_norm.weight, p.post_attention_norm.eps, sum,
                       post_normed);
-  const int ffn = p.gate.weights.w.shape(0);
+  const int ffn = p.gate.tensor.packed.shape(0);
   std::vector<mx::array> gate_up;
   project(post_normed, {&p.gate, &p.up}, {{1, 1, ffn}, {1, 1, ffn}}, gate_up);
   auto activated = eager::allocated_array({1, 1, ffn}, types.activated);
@@ -184,8 +181,13 @@ void run_step(const Plan& p, const mx::array& x, mx::array& keys, mx::array& val
 // strided; then the outputs are fresh copies.
 class FusedDecodeStep : public mx::Primitive {
  public:
-  FusedDecodeStep(mx::Stream stream, std::shared_ptr<const Plan> plan, int position, bool copy)
-      : Primitive(stream), plan_(std::move(plan)), position_(position), copy_(copy) {}
+  FusedDecodeStep(mx::Stream stream, std::shared_ptr<const Plan> plan, const StepTypes& types,
+                  int position, bool copy)
+      : Primitive(stream),
+        plan_(std::move(plan)),
+        types_(types),
+        position_(position),
+        copy_(copy) {}
 
   void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
     auto& encoder = mx::cpu::get_command_encoder(stream());
@@ -202,7 +204,7 @@ class FusedDecodeStep : public mx::Primitive {
     for (const auto& in : inputs) encoder.set_input_array(in);
     for (auto& out : outputs) encoder.set_output_array(out);
     auto weak = [](const mx::array& a) { return mx::array::unsafe_weak_copy(a); };
-    encoder.dispatch([plan = plan_, position = position_, copy_keys = copies[0],
+    encoder.dispatch([plan = plan_, types = types_, position = position_, copy_keys = copies[0],
                       copy_values = copies[1], x = weak(inputs[0]), keys_in = weak(inputs[1]),
                       values_in = weak(inputs[2]), out = weak(outputs[0]), keys = weak(outputs[1]),
                       values = weak(outputs[2])]() mutable {
@@ -213,7 +215,7 @@ class FusedDecodeStep : public mx::Primitive {
       }
       if (copy_keys) eager::copy(keys_in, keys);
       if (copy_values) eager::copy(values_in, values);
-      run_step(*plan, x, keys, values, position, out);
+      run_step(*plan, types, x, keys, values, position, out);
     });
   }
   void eval_gpu(const std::vector<mx::array>&, std::vector<mx::array>&) override {
@@ -223,14 +225,14 @@ class FusedDecodeStep : public mx::Primitive {
 
  private:
   std::shared_ptr<const Plan> plan_;
+  StepTypes types_;
   int position_;
   bool copy_;
 };
 
 std::optional<Projection> fast_projection(const Linear& linear) {
   if (!linear.runs_fast_kernel()) return std::nullopt;
-  const auto& q = *linear.quantized_tensor();
-  return Projection{q.kernel_weights(), q.params.group_size, q.params.bits, linear.bias()};
+  return Projection{*linear.quantized_tensor(), linear.bias()};
 }
 
 Norm norm_of(const RmsNorm& norm) {
@@ -241,8 +243,8 @@ Norm norm_of(const RmsNorm& norm) {
 void evaluate(const Plan& p) {
   std::vector<mx::array> arrays{p.input_norm.weight, p.post_attention_norm.weight};
   for (const auto* projection : {&p.q, &p.k, &p.v, &p.o, &p.gate, &p.up, &p.down}) {
-    const auto& w = projection->weights;
-    arrays.insert(arrays.end(), {w.w, w.scales, w.biases});
+    const auto& q = projection->tensor;
+    arrays.insert(arrays.end(), {q.packed, q.scales, q.biases});
     if (projection->bias) arrays.push_back(*projection->bias);
   }
   for (const auto* norm : {&p.q_norm, &p.k_norm})
@@ -289,7 +291,7 @@ std::optional<FusedDecodeBlock> FusedDecodeBlock::make(const TransformerBlock& b
       .rope_input_scale = rope.input_scale,
       .num_heads = attention.num_heads,
       .num_kv_heads = attention.num_kv_heads,
-      .head_dim = projections[0]->weights.w.shape(0) / attention.num_heads,
+      .head_dim = projections[0]->tensor.packed.shape(0) / attention.num_heads,
       .attention_scale = attention.scale,
       .activation = mlp.activation == GatedActivation::gelu_approx
                         ? kernels::GatedActivation::gelu_approx
@@ -315,7 +317,7 @@ std::optional<mx::array> FusedDecodeBlock::operator()(const mx::array& x, KvCach
   auto outputs = mx::array::make_arrays(
       {x.shape(), keys.shape(), slot->values.shape()},
       {types.out, keys.dtype(), slot->values.dtype()},
-      std::make_shared<FusedDecodeStep>(stream, plan_, slot->position, slot->copy),
+      std::make_shared<FusedDecodeStep>(stream, plan_, types, slot->position, slot->copy),
       {x, keys, slot->values});
   cache.commit_decode(outputs[1], outputs[2]);
   return outputs[0];

@@ -116,9 +116,7 @@ std::vector<mx::array> Linear::apply_all(const mx::array& x,
   auto same_fast_format = [&](const Linear* layer) {
     const auto& first = *layers.front();
     return layer->runs_fast_kernel() && first.quantized_ &&
-           layer->quantized_->layout == first.quantized_->layout &&
-           layer->quantized_->params.bits == first.quantized_->params.bits &&
-           layer->quantized_->params.group_size == first.quantized_->params.group_size;
+           layer->quantized_->shares_kernel_call(*first.quantized_);
   };
   std::vector<mx::array> outputs;
   if (layers.size() < 2 || !std::all_of(layers.begin(), layers.end(), same_fast_format)) {

@@ -43,6 +43,12 @@ struct QuantizedTensor {
   kernels::WeightLayout layout = kernels::WeightLayout::mlx;
 
   kernels::QuantizedWeights kernel_weights() const { return {packed, scales, biases, layout}; }
+  // Whether one quantized_matmuls_fast call can take both (same width,
+  // group size and layout).
+  bool shares_kernel_call(const QuantizedTensor& other) const {
+    return params.bits == other.params.bits && params.group_size == other.params.group_size &&
+           layout == other.layout;
+  }
 };
 
 class Linear {
