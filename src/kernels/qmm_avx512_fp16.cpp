@@ -34,6 +34,7 @@ namespace {
 
 // clang-format off
 #include "kernels/simd_avx512.inc"
+#include "kernels/qmm_avx512_factors.inc"
 // clang-format on
 
 constexpr int kColumns = 32;      // NR: 16 columns x 2 k per vector, two vectors
@@ -135,19 +136,6 @@ void pack_panel(const Problem& p, int n0, int k0, int depth, std::uint32_t* pane
   }
 }
 
-// 16 consecutive scales (or biases) from `offset` as float32.
-__m512 load_16_factors(const void* base, ScalarType type, std::size_t offset) {
-  switch (type) {
-    case ScalarType::float32:
-      return _mm512_loadu_ps(static_cast<const float*>(base) + offset);
-    case ScalarType::bfloat16:
-      return Vec::load_bf16(static_cast<const std::uint16_t*>(base) + offset);
-    case ScalarType::float16:
-      break;
-  }
-  return Vec::load_f16(static_cast<const std::uint16_t*>(base) + offset);
-}
-
 // pack_panel for row-interleaved 4-bit weights: each 32 bytes of a block
 // are 16 rows' pairs at k and at k + 2, so a panel row comes out of one
 // conversion with no transpose. The same values as pack_panel<4> gives
@@ -168,8 +156,8 @@ void pack_panel_rows(const Problem& p, int n0, int k0, int depth, std::uint32_t*
     for (int k = 0; k < depth; k += 4) {
       const std::size_t at =
           (static_cast<std::size_t>(block) * groups + (k0 + k) / p.group_size) * 16;
-      const __m512 scale = load_16_factors(p.scales, p.scale_type, at);
-      const __m512 bias = load_16_factors(p.biases, p.scale_type, at);
+      const __m512 scale = load_factors(p.scales, p.scale_type, at, 16);
+      const __m512 bias = load_factors(p.biases, p.scale_type, at, 16);
       const __m512 scales[2] = {_mm512_permutexvar_ps(first_rows, scale),
                                 _mm512_permutexvar_ps(last_rows, scale)};
       const __m512 biases[2] = {_mm512_permutexvar_ps(first_rows, bias),
