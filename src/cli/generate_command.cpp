@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "cli/model_argument.h"
 #include "engine/session.h"
+#include "io/error.h"
 
 namespace mlx_cpp::cli {
 namespace {
@@ -13,7 +14,8 @@ struct GenerateArguments {
   std::string model = kDefaultModel;
   std::string prompt;
   std::string system;
-  bool chat = false;
+  bool chat = false;  // accepted for older scripts: the template is the default
+  bool raw = false;
   int max_tokens = 100;
   SamplingArguments sampling;
   std::optional<float> repetition_penalty;
@@ -38,15 +40,17 @@ void print_stats(const TextResult& result) {
 void run_generate(const GenerateArguments& args) {
   auto session = Session::open(resolve_model_argument(args.model),
                                {args.context_size, parse_kernel_mode(args.kernels)});
-  std::vector<int> prompt_ids;
-  if (args.chat) {
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    if (!args.system.empty()) messages.push_back({{"role", "system"}, {"content", args.system}});
-    messages.push_back({{"role", "user"}, {"content", args.prompt}});
-    prompt_ids = session->encode(session->render_chat(messages, nullptr, true), false);
-  } else {
-    prompt_ids = session->encode(args.prompt, true);
-  }
+  // As mlx-lm's generate: the prompt is a user message in the model's chat
+  // template when it has one (an instruction-tuned model given raw text
+  // often answers nothing); --raw sends the text as it is.
+  const auto& runtime = session->runtime();
+  if (args.raw && !args.system.empty()) throw Error("--system needs the chat template (not --raw)");
+  if (args.chat && args.raw) throw Error("--chat and --raw exclude each other");
+  if (args.chat && !runtime.has_chat_template())
+    throw Error("--chat: this model has no chat template");
+  std::vector<int> prompt_ids = !args.raw && runtime.has_chat_template()
+                                    ? runtime.encode_user_message(args.prompt, args.system)
+                                    : runtime.encode(args.prompt, true);
   TextRequest request;
   request.prompt_ids = prompt_ids;
   request.stop = args.stop;
@@ -71,8 +75,11 @@ void register_generate_command(CLI::App& app) {
   command->add_option("-m,--model", args->model, "Model directory or cached model name")
       ->capture_default_str();
   command->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
-  command->add_flag("--chat", args->chat, "Wrap the prompt as a user message in the chat template");
-  command->add_option("--system", args->system, "System message (with --chat)");
+  command->add_flag("--raw", args->raw,
+                    "Send the prompt as it is, not as a user message in the chat template");
+  command->add_flag("--chat", args->chat,
+                    "Wrap the prompt in the chat template (the default when the model has one)");
+  command->add_option("--system", args->system, "System message (in the chat template)");
   command->add_option("--max-tokens", args->max_tokens, "Maximum tokens to generate")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -7,13 +7,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <thread>
 
 #include "cli/command.h"
 #include "cli/model_argument.h"
-#include "engine/session.h"
+#include "engine/model_runtime.h"
+#include "engine/scheduler.h"
 #include "io/error.h"
 #include "io/model_cache.h"
 #include "server/backend.h"
@@ -29,7 +31,42 @@ struct ServeArguments {
   int context_size = 0;
   std::string kernels = "fast";
   double shutdown_grace_seconds = 10;
+  SchedulerOptions scheduling;
+  std::string prompt_cache_bytes = "auto";
+  std::string memory_budget = "auto";
 };
+
+// A /proc/meminfo field in bytes (0 where it cannot be read).
+std::size_t meminfo_bytes(const std::string& field) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  std::size_t kilobytes = 0;
+  while (meminfo >> key >> kilobytes >> unit)
+    if (key == field + ":") return kilobytes * 1024;
+  return 0;
+}
+
+// A byte count, or `automatic` for "auto".
+std::size_t parse_bytes(const std::string& option, const std::string& value,
+                        std::size_t automatic) {
+  if (value == "auto") return automatic;
+  try {
+    std::size_t used = 0;
+    const unsigned long long bytes = std::stoull(value, &used);
+    if (used == value.size() && value.find('-') == std::string::npos)
+      return static_cast<std::size_t>(bytes);
+  } catch (const std::exception&) {
+  }
+  throw Error(option + ": expected a byte count or 'auto', got '" + value + "'");
+}
+
+// --memory-budget auto: physical memory less a margin for the system and
+// the server's own buffers (a tenth, at least 1 GiB).
+std::size_t automatic_memory_budget() {
+  const std::size_t total = meminfo_bytes("MemTotal");
+  const std::size_t margin = std::max<std::size_t>(total / 10, std::size_t(1) << 30);
+  return total > margin ? total - margin : 0;
+}
 
 // The id /v1/models lists: the cache name, or the directory's name.
 std::string served_model_id(const std::string& argument, const std::filesystem::path& directory) {
@@ -83,10 +120,18 @@ void run_serve(const ServeArguments& args) {
   const auto directory = resolve_model_path(args.model);
   const auto model_id = served_model_id(args.model, directory);
   StopSignal stop_signal;
-  const SessionOptions options{args.context_size, parse_kernel_mode(args.kernels)};
+  const RuntimeOptions options{args.context_size, parse_kernel_mode(args.kernels)};
+  auto scheduling = args.scheduling;
+  scheduling.prefill_batch = scheduling.max_batch;
+  // A quarter of the memory free at start-up, as the prefix cache's default.
+  scheduling.prompt_cache_bytes = parse_bytes("--prompt-cache-bytes", args.prompt_cache_bytes,
+                                              meminfo_bytes("MemAvailable") / 4);
+  scheduling.memory_budget =
+      parse_bytes("--memory-budget", args.memory_budget, automatic_memory_budget());
   server::EngineThread engine(
-      [directory, options] {
-        return std::make_unique<server::SessionBackend>(Session::open(directory, options));
+      [directory, options, scheduling] {
+        return std::make_unique<server::SchedulerBackend>(ModelRuntime::open(directory, options),
+                                                          scheduling);
       },
       model_id, args.config.max_queue);
   server::HttpServer http(args.config, engine);
@@ -145,6 +190,25 @@ void register_serve_command(CLI::App& app) {
                    "Context size in tokens (default: the model's maximum)")
       ->check(CLI::NonNegativeNumber);
   add_kernels_option(command, args->kernels);
+  command
+      ->add_option("--max-batch", args->scheduling.max_batch,
+                   "Sequences generating at once (1: one request after another)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  command
+      ->add_option("--prefill-chunk", args->scheduling.prefill_chunk,
+                   "Prompt tokens per sequence per step (0: the kernels' default)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--memory-budget", args->memory_budget,
+                   "Bytes for weights and caches; requests are capped or refused to fit "
+                   "(auto: physical memory less a tenth, at least 1 GiB)")
+      ->capture_default_str();
+  command
+      ->add_option("--prompt-cache-bytes", args->prompt_cache_bytes,
+                   "Prefix cache size in bytes, 0 for none (auto: a quarter of free memory)")
+      ->capture_default_str();
   command->add_option("--cors-origin", config.cors_origin,
                       "Allow browser requests from this origin ('*' for any)");
   command

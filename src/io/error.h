@@ -13,4 +13,11 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A request or model that does not fit the memory budget (the server
+// answers 400 with type "memory_admission").
+class MemoryAdmissionError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace mlx_cpp

@@ -29,7 +29,11 @@ namespace mlx_cpp::kernels {
 // so on bfloat16 the two differ by the stock op's own error (several % of
 // max |out| measured; docs/benchmarks.md).
 //
-// ActivationPrecision::int8 lets decode-shaped calls (at most 4 rows of x)
+// Decode-shaped calls: at most 4 rows of x, or x [B, 1, K] at any B (one
+// token of each of B sequences). Their rows are computed in blocks of at
+// most 4 by the gemv kernels, each row as it would be alone.
+//
+// ActivationPrecision::int8 lets decode-shaped calls
 // quantize x to int8 per block of 32 k (scale max |x| / 127, round to
 // nearest) and take integer dot products, where the CPU has them (AVX-512
 // VNNI; elsewhere, for 6-bit weights and for more rows, the float32 path

@@ -122,7 +122,11 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   PreparedX p;
   p.K = x.shape(-1);
   p.M = static_cast<int>(x.size() / p.K);
-  p.decode = p.M <= qmm::kGemvMaxRows;
+  // x [B, 1, K] is one token of each of B sequences (a batched decode
+  // step): the decode kernels take it at any B, in blocks of rows, so each
+  // row's result is the one it would get alone.
+  const bool one_token_rows = x.ndim() >= 3 && x.shape(-2) == 1;
+  p.decode = p.M <= qmm::kGemvMaxRows || one_token_rows;
   // The integer dot products take 4- and 8-bit weights; 6-bit weights keep
   // float activations.
   p.int8 = p.decode && precision == ActivationPrecision::int8 && isa.gemv_int8 && bits != 6;

@@ -12,12 +12,16 @@
 namespace mlx_cpp {
 namespace mx = mlx::core;
 
-mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
-                                KvCache& cache) const {
+struct Attention::Heads {
+  mx::array queries, keys, values;
+};
+
+Attention::Heads Attention::project_heads(const mx::array& x) const {
   const int batch = x.shape(0), length = x.shape(1);
-  // With one row (decode), [B, 1, H, D] and [B, H, 1, D] share one memory
-  // layout: the fast path reshapes instead of transposing, one graph step
-  // less per tensor (each step costs microseconds of scheduling per token).
+  // With one row per sequence (decode), [B, 1, H, D] and [B, H, 1, D]
+  // share one memory layout: the fast path reshapes instead of
+  // transposing, one graph step less per tensor (each step costs
+  // microseconds of scheduling per token).
   const bool one_row = kernels == KernelMode::fast && length == 1;
   auto split_heads = [&](const mx::array& t, int heads, const std::optional<RmsNorm>& norm) {
     if (one_row && !norm) return mx::reshape(t, {batch, heads, 1, -1});
@@ -26,17 +30,16 @@ mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
     if (one_row) return mx::reshape(shaped, {batch, heads, 1, -1});
     return mx::transpose(shaped, {0, 2, 1, 3});  // [B, H, L, D]
   };
-  auto merge_heads = [&](const mx::array& t) {  // [B, H, L, D] -> [B, L, H * D]
-    if (one_row) return mx::reshape(t, {batch, 1, -1});
-    return mx::reshape(mx::transpose(t, {0, 2, 1, 3}), {batch, length, -1});
-  };
   auto qkv = Linear::apply_all(x, {&q_proj, &k_proj, &v_proj});
-  auto queries = split_heads(qkv[0], num_heads, q_norm);
-  auto keys = split_heads(qkv[1], num_kv_heads, k_norm);
-  auto values = split_heads(qkv[2], num_kv_heads, std::nullopt);
+  return {split_heads(qkv[0], num_heads, q_norm), split_heads(qkv[1], num_kv_heads, k_norm),
+          split_heads(qkv[2], num_kv_heads, std::nullopt)};
+}
 
+mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array values,
+                            const AttentionMask& mask, KvCache& cache,
+                            std::optional<int> ring_newest_first) const {
   const int offset = cache.offset();
-  queries = rope.apply(queries, offset);
+  auto rotated = rope.apply(queries, offset);
   keys = rope.apply(keys, offset);
   if (kernels == KernelMode::fast && keys.dtype() == mx::float32) {
     // The fast path keeps float32 keys and values as float16, as llama.cpp's
@@ -45,7 +48,9 @@ mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
     keys = mx::astype(keys, mx::float16);
     values = mx::astype(values, mx::float16);
   }
-  auto [all_keys, all_values] = cache.update_and_fetch(keys, values);
+  auto [all_keys, all_values] =
+      ring_newest_first ? cache.update_and_fetch_in_ring_order(keys, values, *ring_newest_first)
+                        : cache.update_and_fetch(keys, values);
 
   std::string mode;
   std::optional<mx::array> mask_array;
@@ -54,12 +59,45 @@ mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
     mode = "array";
     mask_array = mask.mask;
   }
-  auto output = kernels == KernelMode::fast
-                    ? kernels::attention_fast(queries, all_keys, all_values, scale,
-                                              mode == "causal", mask_array)
-                    : mx::fast::scaled_dot_product_attention(queries, all_keys, all_values, scale,
-                                                             mode, mask_array);
-  return o_proj(merge_heads(output));
+  return kernels == KernelMode::fast
+             ? kernels::attention_fast(rotated, all_keys, all_values, scale, mode == "causal",
+                                       mask_array)
+             : mx::fast::scaled_dot_product_attention(rotated, all_keys, all_values, scale, mode,
+                                                      mask_array);
+}
+
+mx::array Attention::output(const mx::array& attended) const {
+  const int batch = attended.shape(0), length = attended.shape(2);
+  if (kernels == KernelMode::fast && length == 1)  // [B, H, 1, D] -> [B, 1, H * D]
+    return o_proj(mx::reshape(attended, {batch, 1, -1}));
+  return o_proj(mx::reshape(mx::transpose(attended, {0, 2, 1, 3}), {batch, length, -1}));
+}
+
+mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
+                                KvCache& cache) const {
+  auto heads = project_heads(x);
+  return output(attend(heads.queries, heads.keys, heads.values, mask, cache));
+}
+
+mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const {
+  if (x.shape(1) != 1) throw std::invalid_argument("[Attention] batch rows take one token each");
+  auto heads = project_heads(x);
+  // Each row on its own, exactly as a batch of one runs it: its keys and
+  // values never meet another row's.
+  auto row_of = [](const mx::array& t, int b) {
+    auto stop = t.shape();
+    stop[0] = b + 1;
+    return mx::slice(t, {b, 0, 0, 0}, stop);
+  };
+  std::vector<mx::array> attended;
+  for (std::size_t b = 0; b < rows.batch.rows.size(); ++b) {
+    const int row = static_cast<int>(b);
+    const auto& batch_row = rows.batch.rows[b];
+    attended.push_back(attend(row_of(heads.queries, row), row_of(heads.keys, row),
+                              row_of(heads.values, row), rows.masks[b], rows.cache(b),
+                              rows.sliding ? batch_row.ring_newest_first : std::nullopt));
+  }
+  return output(mx::concatenate(attended, 0));
 }
 
 mx::array GatedMlp::operator()(const mx::array& x) const {
@@ -75,9 +113,9 @@ mx::array GatedMlp::operator()(const mx::array& x) const {
   return down_proj(swiglu(gate, up));
 }
 
-mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& mask,
-                                       KvCache& cache) const {
-  auto attended = attention(input_norm(x), mask, cache);
+template <class Attend>
+mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
+  auto attended = attend(input_norm(x));
   if (pre_feedforward_norm) {  // sandwich norms (gemma)
     auto h = clip_residual(x, post_attention_norm(attended));
     auto mlp_out = mlp((*pre_feedforward_norm)(h));
@@ -85,6 +123,15 @@ mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& 
   }
   auto [h, normed] = post_attention_norm.add_then_apply(x, attended);
   return mx::add(h, mlp(normed));
+}
+
+mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& mask,
+                                       KvCache& cache) const {
+  return apply(x, [&](const mx::array& normed) { return attention(normed, mask, cache); });
+}
+
+mx::array TransformerBlock::operator()(const mx::array& x, const LayerRows& rows) const {
+  return apply(x, [&](const mx::array& normed) { return attention(normed, rows); });
 }
 
 DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
@@ -177,19 +224,31 @@ int DenseTransformer::fused_layer_count() const {
                                         [](const auto& fused) { return fused.has_value(); }));
 }
 
+size_t DenseTransformer::weight_bytes() const {
+  // An untied head is counted per token; the input table is not.
+  return weight_bytes_per_token() + (lm_head_ ? embed_tokens_.bytes() : 0);
+}
+
 size_t DenseTransformer::weight_bytes_per_token() const {
   size_t total = lm_head_ ? lm_head_->bytes() : embed_tokens_.bytes();
   for (const auto& block : layers_) total += block.bytes();
   return total + (final_norm_ ? final_norm_->bytes() : 0);
 }
 
-mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches) const {
+mx::array DenseTransformer::embed(const mx::array& tokens) const {
   auto h = embed_tokens_.lookup(tokens);  // [B, L, hidden]
   if (spec_.embedding_scale)
     h = mx::multiply(h, mx::astype(mx::array(*spec_.embedding_scale, mx::bfloat16), h.dtype()));
-  const int length = tokens.shape(1);
-  // One mask for global layers and one for sliding layers, each asked of
-  // the first cache of its kind.
+  return h;
+}
+
+mx::array DenseTransformer::head(const mx::array& h) const {
+  auto normed = (*final_norm_)(h);
+  return lm_head_ ? (*lm_head_)(normed) : embed_tokens_.as_linear(normed);
+}
+
+std::pair<AttentionMask, AttentionMask> DenseTransformer::masks_of(const CacheList& caches,
+                                                                   int length) const {
   AttentionMask global_mask, sliding_mask;
   bool have_global = false, have_sliding = false;
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -201,6 +260,13 @@ mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches) 
       have_sliding = true;
     }
   }
+  return {global_mask, sliding_mask};
+}
+
+mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches) const {
+  auto h = embed(tokens);
+  const int length = tokens.shape(1);
+  const auto [global_mask, sliding_mask] = masks_of(caches, length);
   const bool one_token = tokens.shape(0) == 1 && length == 1;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const auto& mask = layers_[i].sliding ? sliding_mask : global_mask;
@@ -212,8 +278,28 @@ mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches) 
     }
     h = layers_[i](h, mask, *caches[i]);
   }
-  h = (*final_norm_)(h);
-  return lm_head_ ? (*lm_head_)(h) : embed_tokens_.as_linear(h);
+  return head(h);
+}
+
+mx::array DenseTransformer::forward_batch(const mx::array& tokens,
+                                          const ForwardBatch& batch) const {
+  if (tokens.ndim() != 2 || tokens.shape(0) != static_cast<int>(batch.rows.size()) ||
+      tokens.shape(1) != 1)
+    throw std::invalid_argument("[forward_batch] tokens must be [rows, 1]");
+  auto h = embed(tokens);
+  const int length = tokens.shape(1);
+  std::vector<AttentionMask> global_masks, sliding_masks;
+  for (const auto& row : batch.rows) {
+    auto [global, sliding] = masks_of(*row.caches, length);
+    global_masks.push_back(std::move(global));
+    sliding_masks.push_back(std::move(sliding));
+  }
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    LayerRows rows{batch, i, layers_[i].sliding ? sliding_masks : global_masks,
+                   layers_[i].sliding};
+    h = layers_[i](h, rows);
+  }
+  return head(h);
 }
 
 CacheList DenseTransformer::make_caches() const {

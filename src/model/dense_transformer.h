@@ -16,6 +16,16 @@ namespace mlx_cpp {
 
 class WeightStore;
 
+// One layer's view of a batch: each row's cache of this layer and the mask
+// of its next tokens.
+struct LayerRows {
+  const ForwardBatch& batch;
+  std::size_t layer;
+  const std::vector<AttentionMask>& masks;  // per row
+  bool sliding = false;                      // a sliding-window layer
+  KvCache& cache(std::size_t row) const { return *(*batch.rows[row].caches)[layer]; }
+};
+
 struct Attention {
   Linear q_proj, k_proj, v_proj, o_proj;
   std::optional<RmsNorm> q_norm, k_norm;
@@ -27,7 +37,21 @@ struct Attention {
   // x: [B, L, hidden] → [B, L, hidden]
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
                               KvCache& cache) const;
+  // x: [B, L, hidden], one row per batch row, each with its own cache.
+  mlx::core::array operator()(const mlx::core::array& x, const LayerRows& rows) const;
   size_t bytes() const;
+
+ private:
+  struct Heads;
+  // [B, L, hidden] → queries, keys and values [B, heads, L, head_dim].
+  Heads project_heads(const mlx::core::array& x) const;
+  // One row's attention: rope at the cache's offset, the cache updated,
+  // attention over it → [B, heads, L, head_dim].
+  mlx::core::array attend(const mlx::core::array& queries, mlx::core::array keys,
+                          mlx::core::array values, const AttentionMask& mask, KvCache& cache,
+                          std::optional<int> ring_newest_first = std::nullopt) const;
+  // [B, heads, L, head_dim] → [B, L, hidden]
+  mlx::core::array output(const mlx::core::array& attended) const;
 };
 
 struct GatedMlp {
@@ -48,7 +72,14 @@ struct TransformerBlock {
 
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
                               KvCache& cache) const;
+  mlx::core::array operator()(const mlx::core::array& x, const LayerRows& rows) const;
   size_t bytes() const;
+
+ private:
+  // norm → attention → residual → norm → MLP → residual, with `attend`
+  // the attention of the normed input.
+  template <class Attend>
+  mlx::core::array apply(const mlx::core::array& x, Attend&& attend) const;
 };
 
 class DenseTransformer : public LanguageModel {
@@ -57,11 +88,14 @@ class DenseTransformer : public LanguageModel {
                    const QuantizationConfig& quantization, const LoadOptions& options = {});
 
   mlx::core::array forward(const mlx::core::array& tokens, CacheList& caches) const override;
+  mlx::core::array forward_batch(const mlx::core::array& tokens,
+                                 const ForwardBatch& batch) const override;
   CacheList make_caches() const override;
   const std::string& model_type() const override { return spec_.model_type; }
   int vocab_size() const override { return spec_.vocab_size; }
   size_t parameter_count() const override { return parameter_count_; }
   size_t weight_bytes_per_token() const override;
+  size_t weight_bytes() const override;
   const TransformerSpec& spec() const { return spec_; }
   // Layers whose decode step runs as one fused node.
   int fused_layer_count() const;
@@ -69,6 +103,13 @@ class DenseTransformer : public LanguageModel {
  private:
   TransformerBlock load_block(WeightStore& weights, const QuantizationConfig& quantization,
                               int index) const;
+
+  // The scaled input embeddings of tokens [B, L] → [B, L, hidden].
+  mlx::core::array embed(const mlx::core::array& tokens) const;
+  // The final norm and the output head → logits.
+  mlx::core::array head(const mlx::core::array& h) const;
+  // The first layer of each kind asks its cache for the mask: [global, sliding].
+  std::pair<AttentionMask, AttentionMask> masks_of(const CacheList& caches, int length) const;
 
   TransformerSpec spec_;
   KernelMode kernels_;

@@ -2,6 +2,8 @@
 
 #include <mlx/ops.h>
 
+#include <algorithm>
+
 namespace mlx_cpp {
 namespace mx = mlx::core;
 namespace {
@@ -105,6 +107,13 @@ size_t StandardKvCache::byte_size() const {
   return keys_ ? keys_->nbytes() + values_->nbytes() : 0;
 }
 
+size_t StandardKvCache::bytes_for_tokens(int tokens) const {
+  if (!keys_) return 0;
+  const size_t per_token = byte_size() / keys_->shape(2);
+  const size_t capacity = (static_cast<size_t>(tokens) + kStep - 1) / kStep * kStep;
+  return per_token * capacity;
+}
+
 std::vector<mx::array> StandardKvCache::state() const {
   if (!keys_) return {};
   return {*keys_, *values_};
@@ -134,6 +143,21 @@ mx::array RotatingKvCache::trim_front(int trim_size, const mx::array& v,
   }
   if (append) parts.push_back(*append);
   return mx::concatenate(parts, 2);
+}
+
+std::pair<mx::array, mx::array> RotatingKvCache::update_and_fetch_in_ring_order(
+    const mx::array& keys, const mx::array& values, int newest_first) {
+  auto [all_keys, all_values] = update_and_fetch(keys, values);
+  if (keys.shape(2) != 1) return {all_keys, all_values};  // a chunk: already in temporal order
+  auto in_ring_order = [&](const mx::array& fetched) {
+    auto temporal = temporal_order(fetched);
+    const int count = temporal.shape(2);
+    if (newest_first <= 0 || newest_first >= count) return temporal;
+    return mx::concatenate({sequence_slice(temporal, count - newest_first, count),
+                            sequence_slice(temporal, 0, count - newest_first)},
+                           2);
+  };
+  return {in_ring_order(all_keys), in_ring_order(all_values)};
 }
 
 mx::array RotatingKvCache::temporal_order(const mx::array& v) const {
@@ -236,6 +260,15 @@ int RotatingKvCache::trim(int n) {
 
 size_t RotatingKvCache::byte_size() const {
   return keys_ ? keys_->nbytes() + values_->nbytes() : 0;
+}
+
+size_t RotatingKvCache::bytes_for_tokens(int tokens) const {
+  if (!keys_) return 0;
+  const size_t per_token = byte_size() / keys_->shape(2);
+  // Grown in steps up to the window (a prompt chunk adds its length on top
+  // for the chunk's duration).
+  const size_t capacity = (static_cast<size_t>(tokens) + kStep - 1) / kStep * kStep;
+  return per_token * std::min<size_t>(capacity, max_size_);
 }
 
 std::vector<mx::array> RotatingKvCache::state() const {

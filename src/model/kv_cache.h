@@ -46,6 +46,21 @@ class KvCache {
   // Drops the last n tokens; returns how many were dropped.
   virtual int trim(int n) = 0;
   virtual size_t byte_size() const = 0;
+  // Bytes this cache would hold for a sequence of `tokens` tokens, from the
+  // storage it holds now (0 before its first update).
+  virtual size_t bytes_for_tokens(int tokens) const = 0;
+  // As update_and_fetch for one token, with the keys and values in
+  // temporal order except that the `newest_first` newest come first: the
+  // order a ring buffer shared by a batch (mlx-lm's BatchRotatingKVCache)
+  // holds a row's window in (engine/window_phase.h). Caches without a ring
+  // always give temporal order.
+  virtual std::pair<mlx::core::array, mlx::core::array> update_and_fetch_in_ring_order(
+      const mlx::core::array& keys, const mlx::core::array& values, int newest_first) {
+    (void)newest_first;
+    return update_and_fetch(keys, values);
+  }
+  // The sliding window this cache keeps (nullopt: it keeps every token).
+  virtual std::optional<int> window() const { return std::nullopt; }
   // Storage kind with its parameters, e.g. "kv" or "rotating(max=512,keep=0)";
   // caches with equal signatures can be exchanged between requests.
   virtual std::string signature() const = 0;
@@ -71,6 +86,7 @@ class StandardKvCache : public KvCache {
   bool is_trimmable() const override { return true; }
   int trim(int n) override;
   size_t byte_size() const override;
+  size_t bytes_for_tokens(int tokens) const override;
   std::string signature() const override { return "kv"; }
   std::vector<mlx::core::array> state() const override;
   std::unique_ptr<KvCache> clone() const override;
@@ -99,11 +115,15 @@ class RotatingKvCache : public KvCache {
   explicit RotatingKvCache(int max_size, int keep = 0);
   std::pair<mlx::core::array, mlx::core::array> update_and_fetch(
       const mlx::core::array& keys, const mlx::core::array& values) override;
+  std::pair<mlx::core::array, mlx::core::array> update_and_fetch_in_ring_order(
+      const mlx::core::array& keys, const mlx::core::array& values, int newest_first) override;
+  std::optional<int> window() const override { return max_size_; }
   AttentionMask make_mask(int length, std::optional<int> window_size) const override;
   int offset() const override { return offset_; }
   bool is_trimmable() const override { return offset_ < max_size_; }
   int trim(int n) override;
   size_t byte_size() const override;
+  size_t bytes_for_tokens(int tokens) const override;
   std::string signature() const override;
   std::vector<mlx::core::array> state() const override;
   std::unique_ptr<KvCache> clone() const override;

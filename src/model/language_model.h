@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/forward_batch.h"
 #include "model/kv_cache.h"
 #include "model/transformer_spec.h"
 
@@ -20,6 +21,10 @@ class LanguageModel {
   virtual ~LanguageModel() = default;
   // tokens: int32 [B, L] → logits [B, L, vocab]. Caches are updated in place.
   virtual mlx::core::array forward(const mlx::core::array& tokens, CacheList& caches) const = 0;
+  // tokens: int32 [B, 1], one token of each row → logits [B, 1, vocab].
+  // Each row's caches are updated in place.
+  virtual mlx::core::array forward_batch(const mlx::core::array& tokens,
+                                         const ForwardBatch& batch) const = 0;
   virtual CacheList make_caches() const = 0;
   virtual const std::string& model_type() const = 0;
   virtual int vocab_size() const = 0;
@@ -29,6 +34,8 @@ class LanguageModel {
   // layer and the output head; of the input embedding only its one row,
   // which is left out (a tied head counts the whole table).
   virtual size_t weight_bytes_per_token() const = 0;
+  // Bytes of all parameters as held in memory.
+  virtual size_t weight_bytes() const = 0;
 };
 
 struct LoadedModel {

@@ -29,6 +29,8 @@ ErrorResponse error_response_for(const std::exception_ptr& error) {
     std::rethrow_exception(error);
   } catch (const ApiError& api_error) {
     return error_response(api_error);
+  } catch (const mlx_cpp::MemoryAdmissionError& admission) {
+    return {400, error_body(admission.what(), "memory_admission")};
   } catch (const mlx_cpp::Error& user_error) {
     return {400, error_body(user_error.what(), "invalid_request_error")};
   } catch (const nlohmann::ordered_json::exception& json_error) {

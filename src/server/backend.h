@@ -1,15 +1,18 @@
 #pragma once
-// What the server asks of a loaded model. The engine thread is the only
-// caller, so implementations need not be thread-safe. SessionBackend wraps
-// mlx_cpp::Session; tests use a scripted fake, which keeps the HTTP layer
-// testable without weights.
+// What the server asks of the engine. Tokenizing, detokenizing and chat
+// rendering are thread-safe (HTTP threads call them directly); submit,
+// cancel, step and stats belong to the engine thread alone.
+// SchedulerBackend is the real engine (a ModelRuntime and a Scheduler);
+// tests use a scripted fake, which keeps the HTTP layer testable without
+// weights.
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "engine/session.h"
+#include "engine/model_runtime.h"
+#include "engine/scheduler.h"
 
 namespace mlx_cpp::server {
 
@@ -24,30 +27,49 @@ class Backend {
   virtual std::string render_chat(const nlohmann::ordered_json& messages,
                                   const nlohmann::ordered_json& tools,
                                   const nlohmann::ordered_json& template_kwargs) const = 0;
-  virtual TextResult generate(const TextRequest& request,
-                              const std::function<bool(const TextChunk&)>& on_chunk) = 0;
+
+  // Engine thread only. submit throws mlx_cpp::Error for a request it
+  // refuses (nothing is queued then); otherwise exactly one of the sink's
+  // on_finish / on_error is called later, from step().
+  virtual SequenceId submit(TextRequest request, SequenceSink sink) = 0;
+  virtual void cancel(SequenceId id) = 0;
+  virtual bool has_work() const = 0;
+  virtual void step() = 0;
+  // Sequences waiting, prefilling, decoding; caches in use (GET /stats).
+  virtual SchedulerCounts counts() const = 0;
 };
 
 // Built on the engine thread (loading can take a while; /health says 503
 // until it returns).
 using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
-class SessionBackend : public Backend {
+class SchedulerBackend : public Backend {
  public:
-  explicit SessionBackend(std::unique_ptr<Session> session) : session_(std::move(session)) {}
-  int context_size() const override;
-  int vocab_size() const override;
-  GenerationOptions default_options() const override;
-  std::vector<int> encode(const std::string& text, bool add_special_tokens) const override;
-  std::string decode(const std::vector<int>& ids) const override;
+  SchedulerBackend(std::unique_ptr<ModelRuntime> runtime, const SchedulerOptions& options)
+      : runtime_(std::move(runtime)), scheduler_(*runtime_, options) {}
+  int context_size() const override { return runtime_->context_size(); }
+  int vocab_size() const override { return runtime_->model().vocab_size(); }
+  GenerationOptions default_options() const override { return runtime_->default_options(); }
+  std::vector<int> encode(const std::string& text, bool add_special_tokens) const override {
+    return runtime_->encode(text, add_special_tokens);
+  }
+  std::string decode(const std::vector<int>& ids) const override { return runtime_->decode(ids); }
   std::string render_chat(const nlohmann::ordered_json& messages,
                           const nlohmann::ordered_json& tools,
-                          const nlohmann::ordered_json& template_kwargs) const override;
-  TextResult generate(const TextRequest& request,
-                      const std::function<bool(const TextChunk&)>& on_chunk) override;
+                          const nlohmann::ordered_json& template_kwargs) const override {
+    return runtime_->render_chat(messages, tools, /*add_generation_prompt=*/true, template_kwargs);
+  }
+  SequenceId submit(TextRequest request, SequenceSink sink) override {
+    return scheduler_.submit(std::move(request), std::move(sink));
+  }
+  void cancel(SequenceId id) override { scheduler_.cancel(id); }
+  bool has_work() const override { return scheduler_.has_work(); }
+  void step() override { scheduler_.step(); }
+  SchedulerCounts counts() const override { return scheduler_.counts(); }
 
  private:
-  std::unique_ptr<Session> session_;
+  std::unique_ptr<ModelRuntime> runtime_;
+  Scheduler scheduler_;
 };
 
 }  // namespace mlx_cpp::server

@@ -152,7 +152,9 @@ void handle_completion(RouteContext& context, const httplib::Request& http_reque
                                           : make_completion_shape(model.id, request.text.logprobs);
   const ResponseOptions options{request.stream, request.include_usage, request.text.logprobs};
   auto channel = std::make_shared<ResultChannel>();
-  context.engine.post(make_generation_task(std::move(request), channel));
+  const Backend* backend = context.engine.backend();
+  if (!backend) throw ApiError(503, "unavailable_error", "the model is still loading");
+  context.engine.post(make_generation_job(*backend, std::move(request), channel));
 
   TaskEvent first = channel->wait();
   if (auto* error = std::get_if<ErrorResponse>(&first)) return set_error(response, *error);

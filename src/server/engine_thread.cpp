@@ -31,22 +31,26 @@ std::optional<ModelInfo> EngineThread::model_info() const {
   return info_;
 }
 
+const Backend* EngineThread::backend() const {
+  return ready_backend_.load();
+}
+
 EngineState EngineThread::wait_until_loaded() const {
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [this] { return state_ != EngineState::loading; });
   return state_;
 }
 
-void EngineThread::post(EngineTask task) {
+void EngineThread::post(GenerationJob job) {
   std::lock_guard lock(mutex_);
   if (state_ == EngineState::loading)
     throw ApiError(503, "unavailable_error", "the model is still loading; retry shortly");
   if (state_ != EngineState::ready) throw ApiError(503, "unavailable_error", "server is stopping");
-  if (queue_.size() + (running_ ? 1 : 0) >= max_queue_)
+  if (queue_.size() + running_count_ >= max_queue_)
     throw ApiError(503, "unavailable_error",
                    "server is busy: " + std::to_string(max_queue_) +
                        " requests are already queued; retry later");
-  queue_.push_back(std::move(task));
+  queue_.push_back(std::move(job));
   changed_.notify_all();
 }
 
@@ -57,7 +61,12 @@ size_t EngineThread::queued() const {
 
 size_t EngineThread::active() const {
   std::lock_guard lock(mutex_);
-  return queue_.size() + (running_ ? 1 : 0);
+  return queue_.size() + running_count_;
+}
+
+SchedulerCounts EngineThread::counts() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
 }
 
 bool EngineThread::load_backend() {
@@ -67,6 +76,7 @@ bool EngineThread::load_backend() {
                    backend->default_options(), static_cast<long long>(std::time(nullptr))};
     std::lock_guard lock(mutex_);
     backend_ = std::move(backend);
+    ready_backend_.store(backend_.get());
     info_ = std::move(info);
     if (state_ == EngineState::loading) state_ = EngineState::ready;
   } catch (const std::exception& error) {
@@ -78,40 +88,91 @@ bool EngineThread::load_backend() {
   return backend_ != nullptr;
 }
 
+void EngineThread::finished(SequenceId id) {
+  running_.erase(id);
+  {
+    std::lock_guard lock(mutex_);
+    --running_count_;
+  }
+  changed_.notify_all();
+}
+
+void EngineThread::submit(GenerationJob job) {
+  auto channel = job.channel;
+  auto refuse = [&](ErrorResponse response) {
+    channel->push(std::move(response));
+    std::lock_guard lock(mutex_);
+    --running_count_;
+  };
+  if (channel->cancelled())  // whoever waits on it still gets an answer
+    return refuse(error_response(ApiError(503, "unavailable_error", "request cancelled")));
+  // The id is known once submit returns; the sink's callbacks run later,
+  // from step().
+  auto id = std::make_shared<SequenceId>(0);
+  SequenceSink sink{[channel](const TextChunk& chunk) {
+                      if (channel->cancelled()) return false;
+                      channel->push(chunk);
+                      return true;
+                    },
+                    [this, channel, id](TextResult result) {
+                      channel->push(std::move(result));
+                      finished(*id);
+                    },
+                    [this, channel, id](std::exception_ptr error) {
+                      auto response = error_response_for(error);
+                      if (response.status == 500)
+                        std::cerr << "error: generation failed: "
+                                  << response.body["error"]["message"].get<std::string>()
+                                  << std::endl;
+                      channel->push(std::move(response));
+                      finished(*id);
+                    }};
+  const int prompt_tokens = static_cast<int>(job.text.prompt_ids.size());
+  try {
+    *id = backend_->submit(std::move(job.text), std::move(sink));
+  } catch (...) {
+    return refuse(error_response_for(std::current_exception()));
+  }
+  channel->push(PromptReady{prompt_tokens});
+  running_[*id] = channel;
+}
+
+void EngineThread::pass_on_cancellations() {
+  for (const auto& [id, channel] : running_)
+    if (channel->cancelled()) backend_->cancel(id);
+}
+
 void EngineThread::run_loop() {
   if (!load_backend()) return;
   while (true) {
-    EngineTask task;
+    std::deque<GenerationJob> incoming;
+    bool stopping = false;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [this] { return stop_requested_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained
-      task = std::move(queue_.front());
-      queue_.pop_front();
-      running_ = task.channel;
+      changed_.wait(lock, [this] { return stop_requested_ || !queue_.empty() || !running_.empty(); });
+      incoming.swap(queue_);
+      running_count_ += incoming.size();
+      stopping = stop_requested_;
     }
-    if (!task.channel->cancelled())
-      task.run(*backend_, *task.channel);
-    else  // whoever waits on it still gets an answer
-      task.channel->push(error_response(ApiError(503, "unavailable_error", "request cancelled")));
+    for (auto& job : incoming) {
+      if (!stopping) {
+        submit(std::move(job));
+        continue;
+      }
+      // Past the grace period: answered, never started.
+      job.channel->push(error_response(ApiError(503, "unavailable_error", "server is stopping")));
+      std::lock_guard lock(mutex_);
+      --running_count_;
+    }
+    if (stopping)
+      for (const auto& entry : running_) entry.second->cancel();
+    pass_on_cancellations();
+    if (backend_->has_work()) backend_->step();
     {
       std::lock_guard lock(mutex_);
-      running_.reset();
+      counts_ = backend_->counts();
     }
-    changed_.notify_all();
-  }
-}
-
-void EngineThread::fail_queued_tasks(const std::string& message) {
-  std::deque<EngineTask> abandoned;
-  {
-    std::lock_guard lock(mutex_);
-    abandoned.swap(queue_);
-    if (running_) running_->cancel();
-  }
-  for (auto& task : abandoned) {
-    task.channel->cancel();
-    task.channel->push(error_response(ApiError(503, "unavailable_error", message)));
+    if (stopping && running_.empty()) return;
   }
 }
 
@@ -120,12 +181,19 @@ void EngineThread::shutdown(std::chrono::milliseconds grace) {
     std::unique_lock lock(mutex_);
     if (state_ == EngineState::ready || state_ == EngineState::loading)
       state_ = EngineState::stopping;
-    changed_.wait_for(lock, grace, [this] { return queue_.empty() && !running_; });
+    changed_.wait_for(lock, grace, [this] { return queue_.empty() && running_count_ == 0; });
     stop_requested_ = true;
   }
   changed_.notify_all();
-  fail_queued_tasks("server is stopping");
   if (thread_.joinable()) thread_.join();
+  // Posted while the model was still loading, or after a failed load.
+  std::deque<GenerationJob> abandoned;
+  {
+    std::lock_guard lock(mutex_);
+    abandoned.swap(queue_);
+  }
+  for (auto& job : abandoned)
+    job.channel->push(error_response(ApiError(503, "unavailable_error", "server is stopping")));
 }
 
 }  // namespace mlx_cpp::server

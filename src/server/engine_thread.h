@@ -1,13 +1,15 @@
 #pragma once
 // The one thread that owns the model. It builds the Backend (loading the
-// model), then runs queued tasks one at a time. HTTP threads only post
-// tasks and read each task's ResultChannel; they never touch the Backend.
-// A continuous-batching scheduler replaces run_loop() later without
-// changing this interface.
+// model), then runs the scheduler: each turn it takes the generations HTTP
+// threads posted (data: a tokenized request and its ResultChannel),
+// submits them, passes on cancellations, and steps every running sequence
+// once. HTTP threads only post and read their channel; tokenizing and
+// rendering they do themselves (backend() is thread-safe for those).
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,8 +22,10 @@
 
 namespace mlx_cpp::server {
 
-struct EngineTask {
-  std::function<void(Backend&, ResultChannel&)> run;
+// One generation to run: the request (prompt tokenized, max_tokens fitted
+// to the context) and where its events go.
+struct GenerationJob {
+  TextRequest text;
   std::shared_ptr<ResultChannel> channel;
 };
 
@@ -29,7 +33,8 @@ enum class EngineState { loading, ready, failed, stopping };
 
 class EngineThread {
  public:
-  // max_queue bounds the tasks waiting or running; beyond it post() answers 503.
+  // max_queue bounds the generations waiting or running; beyond it post()
+  // answers 503.
   EngineThread(BackendFactory factory, std::string model_id, size_t max_queue);
   ~EngineThread();
   EngineThread(const EngineThread&) = delete;
@@ -41,32 +46,44 @@ class EngineThread {
   std::string load_error() const;
   // Set once the model is loaded.
   std::optional<ModelInfo> model_info() const;
+  // The loaded backend, for its thread-safe calls (encode, decode,
+  // render_chat); null until loaded.
+  const Backend* backend() const;
   // Blocks until the model is loaded or failed to load.
   EngineState wait_until_loaded() const;
 
-  // Queues a task. Throws ApiError 503 when loading, stopping or full.
-  void post(EngineTask task);
-  size_t queued() const;  // waiting, not yet running
-  size_t active() const;  // waiting + running
+  // Queues a generation. Throws ApiError 503 when loading, stopping or full.
+  void post(GenerationJob job);
+  size_t queued() const;  // posted, not yet submitted to the scheduler
+  size_t active() const;  // posted and not yet finished
+  // The scheduler's counts as of its latest step.
+  SchedulerCounts counts() const;
 
-  // Refuses new tasks, lets queued and running ones finish for up to
-  // `grace`, then cancels what is left and joins the thread.
+  // Refuses new generations, lets queued and running ones finish for up
+  // to `grace`, then cancels what is left (each answer still gets its last
+  // events) and joins the thread.
   void shutdown(std::chrono::milliseconds grace);
 
  private:
   void run_loop();
   bool load_backend();
-  void fail_queued_tasks(const std::string& message);
+  void submit(GenerationJob job);
+  void pass_on_cancellations();
+  void finished(SequenceId id);
 
   BackendFactory factory_;
   std::string model_id_;
   size_t max_queue_;
   std::unique_ptr<Backend> backend_;
+  std::atomic<const Backend*> ready_backend_{nullptr};
   std::optional<ModelInfo> info_;
   std::string load_error_;
   EngineState state_ = EngineState::loading;
-  std::deque<EngineTask> queue_;
-  std::shared_ptr<ResultChannel> running_;
+  std::deque<GenerationJob> queue_;
+  size_t running_count_ = 0;  // submitted, not finished (guarded by mutex_)
+  SchedulerCounts counts_;    // guarded by mutex_
+  // Engine thread only: the channel of every submitted sequence.
+  std::map<SequenceId, std::shared_ptr<ResultChannel>> running_;
   bool stop_requested_ = false;
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;

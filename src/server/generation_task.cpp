@@ -1,7 +1,6 @@
 #include "server/generation_task.h"
 
 #include <algorithm>
-#include <iostream>
 
 namespace mlx_cpp::server {
 
@@ -33,34 +32,13 @@ void fit_to_context(const Backend& backend, CompletionRequest& request) {
   max_tokens = std::min(max_tokens, context - prompt);
 }
 
-void run_generation(Backend& backend, CompletionRequest& request, ResultChannel& channel) {
-  try {
-    request.text.prompt_ids = prompt_token_ids(backend, request);
-    fit_to_context(backend, request);
-    channel.push(PromptReady{static_cast<int>(request.text.prompt_ids.size())});
-    TextResult result = backend.generate(request.text, [&channel](const TextChunk& chunk) {
-      if (channel.cancelled()) return false;
-      channel.push(chunk);
-      return true;
-    });
-    channel.push(std::move(result));
-  } catch (...) {
-    auto response = error_response_for(std::current_exception());
-    if (response.status == 500)
-      std::cerr << "error: generation failed: "
-                << response.body["error"]["message"].get<std::string>() << std::endl;
-    channel.push(std::move(response));
-  }
-}
-
 }  // namespace
 
-EngineTask make_generation_task(CompletionRequest request, std::shared_ptr<ResultChannel> channel) {
-  auto shared_request = std::make_shared<CompletionRequest>(std::move(request));
-  return {[shared_request](Backend& backend, ResultChannel& results) {
-            run_generation(backend, *shared_request, results);
-          },
-          std::move(channel)};
+GenerationJob make_generation_job(const Backend& backend, CompletionRequest request,
+                                  std::shared_ptr<ResultChannel> channel) {
+  request.text.prompt_ids = prompt_token_ids(backend, request);
+  fit_to_context(backend, request);
+  return {std::move(request.text), std::move(channel)};
 }
 
 }  // namespace mlx_cpp::server

@@ -1,7 +1,7 @@
 #pragma once
-// The engine-thread side of one completion request: tokenize the prompt,
-// check it fits the context, then generate, posting events to the task's
-// ResultChannel (see result_channel.h for their order).
+// The HTTP-thread side of one completion request before it reaches the
+// engine: render and tokenize the prompt, check it fits the context, and
+// make it a GenerationJob (events: see result_channel.h).
 #include <memory>
 
 #include "server/completion_request.h"
@@ -9,7 +9,10 @@
 
 namespace mlx_cpp::server {
 
-EngineTask make_generation_task(CompletionRequest request, std::shared_ptr<ResultChannel> channel);
+// Throws ApiError 400 when the prompt is empty or leaves no room to
+// generate; max_tokens is limited to the room left.
+GenerationJob make_generation_job(const Backend& backend, CompletionRequest request,
+                                  std::shared_ptr<ResultChannel> channel);
 
 // The prompt's token ids: the chat template rendered then encoded without
 // special tokens (the template writes them), or the completion prompt.

@@ -19,9 +19,9 @@ namespace {
 thread_local std::chrono::steady_clock::time_point request_start;
 thread_local std::string log_detail;
 
-const std::array<std::string, 7> kRouteLabels = {
+const std::array<std::string, 8> kRouteLabels = {
     "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/tokenize",
-    "/detokenize",          "/metrics"};
+    "/detokenize",          "/metrics",          "/stats"};
 
 // A bounded label for metrics: the route, or "other" (unknown paths must not
 // create one time series each).

@@ -1,6 +1,6 @@
 // GET /v1/models, GET /health, POST /tokenize, POST /detokenize,
-// GET /metrics. Tokenizing runs on the engine thread like everything that
-// touches the model.
+// GET /metrics, GET /stats. Tokenizing runs on the HTTP thread (the
+// tokenizer and template are read-only), never behind a generation.
 #include "server/generation_task.h"
 #include "server/request_fields.h"
 #include "server/route_context.h"
@@ -18,26 +18,11 @@ nlohmann::ordered_json model_entry(const EngineThread& engine) {
   return entry;
 }
 
-// Runs `work` on the engine thread and answers with the JSON it returns.
-void run_on_engine(RouteContext& context, httplib::Response& response,
-                   std::function<nlohmann::ordered_json(Backend&)> work) {
-  auto channel = std::make_shared<ResultChannel>();
-  context.engine.post({[work = std::move(work)](Backend& backend, ResultChannel& results) {
-                         try {
-                           results.push(UtilityResult{work(backend)});
-                         } catch (...) {
-                           results.push(error_response_for(std::current_exception()));
-                         }
-                       },
-                       channel});
-  TaskEvent event = channel->wait();
-  if (auto* error = std::get_if<ErrorResponse>(&event)) return set_error(response, *error);
-  set_json(response, 200, std::get<UtilityResult>(event).body);
-}
-
-void require_ready(const EngineThread& engine) {
-  if (engine.state() != EngineState::ready)
+const Backend& ready_backend(const EngineThread& engine) {
+  const Backend* backend = engine.backend();
+  if (engine.state() != EngineState::ready || !backend)
     throw ApiError(503, "unavailable_error", "the model is not ready");
+  return *backend;
 }
 
 }  // namespace
@@ -74,7 +59,7 @@ void handle_health(RouteContext& context, httplib::Response& response) {
 // (rendered with the chat template, as a chat request would be).
 void handle_tokenize(RouteContext& context, const httplib::Request& request,
                      httplib::Response& response) {
-  require_ready(context.engine);
+  const Backend& backend = ready_backend(context.engine);
   const auto body = parse_json_body(request.body);
   auto info = *context.engine.model_info();
   CompletionRequest prompt;
@@ -89,18 +74,16 @@ void handle_tokenize(RouteContext& context, const httplib::Request& request,
   }
   bool add_special = optional_bool(body, "add_special").value_or(false);
   if (auto value = optional_bool(body, "add_special_tokens")) add_special = *value;
-  run_on_engine(context, response, [prompt, add_special, info](Backend& backend) {
-    auto ids = prompt.endpoint == Endpoint::chat ? prompt_token_ids(backend, prompt)
-                                                 : backend.encode(prompt.prompt_text, add_special);
-    return nlohmann::ordered_json{
-        {"tokens", ids}, {"count", ids.size()}, {"max_model_len", info.context_size}};
-  });
+  auto ids = prompt.endpoint == Endpoint::chat ? prompt_token_ids(backend, prompt)
+                                               : backend.encode(prompt.prompt_text, add_special);
+  set_json(response, 200,
+           {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", info.context_size}});
 }
 
 // Body: {"tokens": [ids]} → {"content": text} (llama.cpp's key; "prompt" is vLLM's).
 void handle_detokenize(RouteContext& context, const httplib::Request& request,
                        httplib::Response& response) {
-  require_ready(context.engine);
+  const Backend& backend = ready_backend(context.engine);
   const auto body = parse_json_body(request.body);
   const int vocab = context.engine.model_info()->vocab_size;
   auto tokens = body.find("tokens");
@@ -113,15 +96,25 @@ void handle_detokenize(RouteContext& context, const httplib::Request& request,
                             "tokens");
     ids.push_back(id.get<int>());
   }
-  run_on_engine(context, response, [ids](Backend& backend) {
-    auto text = backend.decode(ids);
-    return nlohmann::ordered_json{{"content", text}, {"prompt", text}};
-  });
+  auto text = backend.decode(ids);
+  set_json(response, 200, {{"content", text}, {"prompt", text}});
 }
 
+namespace {
+
+EngineLoad engine_load(const EngineThread& engine) {
+  return {engine.queued(), engine.active(), engine.counts()};
+}
+
+}  // namespace
+
 void handle_metrics(RouteContext& context, httplib::Response& response) {
-  EngineLoad load{context.engine.queued(), context.engine.active()};
-  response.set_content(context.metrics.render(load), "text/plain; version=0.0.4");
+  response.set_content(context.metrics.render(engine_load(context.engine)),
+                       "text/plain; version=0.0.4");
+}
+
+void handle_stats(RouteContext& context, httplib::Response& response) {
+  set_json(response, 200, stats_body(engine_load(context.engine)));
 }
 
 }  // namespace mlx_cpp::server

@@ -59,7 +59,37 @@ std::string Metrics::render(const EngineLoad& load) const {
   out << "mlx_cpp_queue_depth " << load.queued << '\n';
   family(out, "mlx_cpp_requests_active", "gauge", "Requests waiting or generating.");
   out << "mlx_cpp_requests_active " << load.active << '\n';
+  // The same numbers as GET /stats.
+  auto gauge = [&out](const char* name, const char* help, auto value) {
+    family(out, name, "gauge", help);
+    out << name << ' ' << value << '\n';
+  };
+  const auto& s = load.scheduler;
+  gauge("mlx_cpp_sequences_waiting", "Sequences queued in the scheduler.", s.waiting);
+  gauge("mlx_cpp_sequences_prefilling", "Sequences prefilling their prompt.", s.prefilling);
+  gauge("mlx_cpp_sequences_decoding", "Sequences generating.", s.decoding);
+  gauge("mlx_cpp_memory_budget_bytes", "Memory budget (0: none).", s.memory_budget);
+  gauge("mlx_cpp_weight_bytes", "Bytes of model weights.", s.weight_bytes);
+  gauge("mlx_cpp_kv_cache_bytes", "Cache bytes of running sequences.", s.kv_bytes);
+  gauge("mlx_cpp_kv_cache_reserved_bytes", "Cache bytes reserved for running sequences.",
+        s.kv_reserved_bytes);
+  gauge("mlx_cpp_prefix_cache_bytes", "Bytes held by the prefix cache.", s.prefix_cache_bytes);
+  gauge("mlx_cpp_prefix_cache_entries", "Entries of the prefix cache.", s.prefix_cache_entries);
   return out.str();
+}
+
+nlohmann::ordered_json stats_body(const EngineLoad& load) {
+  const auto& s = load.scheduler;
+  return {{"requests", {{"queued", load.queued}, {"active", load.active}}},
+          {"sequences",
+           {{"waiting", s.waiting}, {"prefilling", s.prefilling}, {"decoding", s.decoding}}},
+          {"memory",
+           {{"budget_bytes", s.memory_budget},
+            {"weight_bytes", s.weight_bytes},
+            {"kv_cache_bytes", s.kv_bytes},
+            {"kv_cache_reserved_bytes", s.kv_reserved_bytes}}},
+          {"prefix_cache",
+           {{"bytes", s.prefix_cache_bytes}, {"entries", s.prefix_cache_entries}}}};
 }
 
 }  // namespace mlx_cpp::server

@@ -3,14 +3,21 @@
 // Updated from HTTP threads; every method is thread-safe.
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
+
+#include "engine/scheduler.h"
 
 namespace mlx_cpp::server {
 
 struct EngineLoad {
   size_t queued = 0;  // waiting for the engine thread
   size_t active = 0;  // waiting + running
+  SchedulerCounts scheduler;
 };
+
+// GET /stats: the engine's memory and rows as JSON.
+nlohmann::ordered_json stats_body(const EngineLoad& load);
 
 class Metrics {
  public:

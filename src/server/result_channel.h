@@ -11,7 +11,7 @@
 #include <optional>
 #include <variant>
 
-#include "engine/session.h"
+#include "engine/text_request.h"
 #include "server/api_error.h"
 
 namespace mlx_cpp::server {
@@ -21,14 +21,9 @@ struct PromptReady {
   int prompt_tokens = 0;
 };
 
-// The whole answer of a short task (tokenize, detokenize).
-struct UtilityResult {
-  nlohmann::ordered_json body;
-};
-
 // Generation events in order: PromptReady, TextChunk*, TextResult; or an
 // ErrorResponse at any point (before PromptReady it decides the HTTP status).
-using TaskEvent = std::variant<PromptReady, TextChunk, TextResult, UtilityResult, ErrorResponse>;
+using TaskEvent = std::variant<PromptReady, TextChunk, TextResult, ErrorResponse>;
 
 class ResultChannel {
  public:

@@ -44,6 +44,7 @@ void handle_tokenize(RouteContext& context, const httplib::Request& request,
 void handle_detokenize(RouteContext& context, const httplib::Request& request,
                        httplib::Response& response);
 void handle_metrics(RouteContext& context, httplib::Response& response);
+void handle_stats(RouteContext& context, httplib::Response& response);
 
 void register_routes(httplib::Server& http, RouteContext& context);
 

@@ -1,0 +1,40 @@
+#pragma once
+// What a sequence may hold in memory. The budget covers the weights, the
+// caches of every running sequence (reserved for its prompt plus its
+// max_tokens, so a running sequence never runs out) and the prefix cache
+// (evicted first when a sequence needs the room). The bytes per token come
+// from the caches themselves: one token through fresh caches at start-up,
+// then each cache says what it would hold for n tokens
+// (KvCache::bytes_for_tokens), so a sliding window, a quantized or a
+// float16 cache is counted as it is stored.
+#include <cstddef>
+
+#include "model/language_model.h"
+
+namespace mlx_cpp {
+
+class MemoryAdmission {
+ public:
+  // budget 0: no limit. Throws MemoryAdmissionError when the weights plus
+  // one sequence of `context` tokens do not fit, naming both sizes.
+  MemoryAdmission(const LanguageModel& model, std::size_t budget, int context);
+
+  bool limited() const { return budget_ > 0; }
+  std::size_t budget() const { return budget_; }
+  std::size_t weight_bytes() const { return weights_; }
+  // What the caches of one sequence hold at `tokens` tokens.
+  std::size_t sequence_bytes(int tokens) const;
+  // The bytes caches may use: the budget less the weights.
+  std::size_t cache_room() const { return budget_ > weights_ ? budget_ - weights_ : 0; }
+  // The most new tokens a prompt of `prompt_tokens` may generate under the
+  // budget (at most `wanted`); throws MemoryAdmissionError when not even
+  // one fits.
+  int fit_max_tokens(int prompt_tokens, int wanted) const;
+
+ private:
+  std::size_t budget_;
+  std::size_t weights_;
+  CacheList probe_;  // fresh caches after one token
+};
+
+}  // namespace mlx_cpp

@@ -1,0 +1,102 @@
+#include "engine/model_runtime.h"
+
+#include <optional>
+
+#include "io/error.h"
+#include "io/json_file.h"
+#include "template/model_chat_template.h"
+
+namespace mlx_cpp {
+
+std::unique_ptr<ModelRuntime> ModelRuntime::open(const std::filesystem::path& directory,
+                                                 const RuntimeOptions& options) {
+  std::unique_ptr<ModelRuntime> runtime(new ModelRuntime());
+  runtime->loaded_ = load_model(directory, {options.kernels});
+  runtime->kernels_ = options.kernels;
+  runtime->tokenizer_ = Tokenizer::from_directory(directory);
+  // The template and its special tokens come from the same loader the
+  // `template` command uses, so both render the same prompt.
+  if (!runtime->tokenizer_->chat_template().empty()) {
+    auto model_template = load_model_chat_template(directory);
+    runtime->chat_template_ = std::make_unique<ChatTemplate>(model_template.source);
+    runtime->template_special_tokens_ = std::move(model_template.special_tokens);
+  }
+  auto generation_path = directory / "generation_config.json";
+  runtime->generation_config_ = std::filesystem::exists(generation_path)
+                                    ? read_json_file(generation_path)
+                                    : nlohmann::json::object();
+  // As mlx-lm: the config's EOS ids, or the tokenizer's when it has none.
+  runtime->eos_token_ids_ = runtime->loaded_.eos_token_ids;
+  if (runtime->eos_token_ids_.empty() && runtime->tokenizer_->eos_token_id())
+    runtime->eos_token_ids_.push_back(*runtime->tokenizer_->eos_token_id());
+  const auto& config = runtime->loaded_.config;
+  int model_context = config.value("max_position_embeddings", 4096);
+  runtime->context_size_ = options.context_size > 0 ? options.context_size : model_context;
+  return runtime;
+}
+
+std::unique_ptr<ModelRuntime> ModelRuntime::for_token_ids(LoadedModel loaded,
+                                                          const RuntimeOptions& options) {
+  std::unique_ptr<ModelRuntime> runtime(new ModelRuntime());
+  runtime->loaded_ = std::move(loaded);
+  runtime->kernels_ = options.kernels;
+  runtime->generation_config_ = nlohmann::json::object();
+  runtime->eos_token_ids_ = runtime->loaded_.eos_token_ids;
+  const int model_context = runtime->loaded_.config.value("max_position_embeddings", 4096);
+  runtime->context_size_ = options.context_size > 0 ? options.context_size : model_context;
+  return runtime;
+}
+
+GenerationOptions ModelRuntime::default_options() const {
+  GenerationOptions options;
+  const auto& config = generation_config_;
+  auto number = [&](const char* key) -> std::optional<double> {
+    if (config.contains(key) && config[key].is_number()) return config[key].get<double>();
+    return std::nullopt;
+  };
+  bool sample = config.value("do_sample", true);
+  if (auto value = number("temperature"); value && sample) options.sampler.temperature = *value;
+  if (auto value = number("top_p")) options.sampler.top_p = float(*value);
+  if (auto value = number("top_k")) options.sampler.top_k = int(*value);
+  if (auto value = number("min_p")) options.sampler.min_p = float(*value);
+  if (auto value = number("repetition_penalty"); value && *value != 1.0)
+    options.penalties.repetition_penalty = float(*value);
+  if (options.sampler.top_k >= model().vocab_size()) options.sampler.top_k = 0;
+  return options;
+}
+
+std::vector<int> ModelRuntime::encode(const std::string& text, bool add_special_tokens) const {
+  if (!tokenizer_) throw Error("this model was opened without a tokenizer");
+  return tokenizer_->encode(text, add_special_tokens);
+}
+
+std::string ModelRuntime::decode(const std::vector<int>& ids) const {
+  if (!tokenizer_) return "";
+  return tokenizer_->decode(std::vector<TokenId>(ids.begin(), ids.end()), false);
+}
+
+std::string ModelRuntime::render_chat(const nlohmann::ordered_json& messages,
+                                      const nlohmann::ordered_json& tools,
+                                      bool add_generation_prompt,
+                                      const nlohmann::ordered_json& extra) const {
+  if (!chat_template_)
+    throw Error("this model has no chat template (tokenizer_config.json chat_template)");
+  nlohmann::ordered_json context = nlohmann::ordered_json::object();
+  context["messages"] = messages;
+  if (!tools.is_null()) context["tools"] = tools;
+  context["add_generation_prompt"] = add_generation_prompt;
+  for (const auto& [key, value] : template_special_tokens_.items()) context[key] = value;
+  if (extra.is_object())
+    for (const auto& [key, value] : extra.items()) context[key] = value;
+  return chat_template_->render(context);
+}
+
+std::vector<int> ModelRuntime::encode_user_message(const std::string& text,
+                                                   const std::string& system) const {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
+  messages.push_back({{"role", "user"}, {"content", text}});
+  return encode(render_chat(messages, nullptr, true), false);
+}
+
+}  // namespace mlx_cpp

@@ -1,0 +1,71 @@
+#pragma once
+// What every request shares: the loaded model, its tokenizer, chat template
+// and generation defaults. Read-only once open() returns, so any thread may
+// tokenize or render a chat while the engine thread runs the model.
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/token_generator.h"
+#include "model/language_model.h"
+#include "template/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace mlx_cpp {
+
+struct RuntimeOptions {
+  int context_size = 0;  // max prompt + completion tokens (0 = model's max_position_embeddings)
+  KernelMode kernels = KernelMode::fast;  // stock: bit-exact with mlx-lm
+};
+
+class ModelRuntime {
+ public:
+  // Opens a model directory (config, weights, tokenizer, template).
+  static std::unique_ptr<ModelRuntime> open(const std::filesystem::path& directory,
+                                            const RuntimeOptions& options = {});
+  // A runtime over token ids only: no tokenizer or template, so results
+  // carry ids and logprobs and their text is empty (a checkpoint without
+  // tokenizer files, as the parity tests' tiny models are).
+  static std::unique_ptr<ModelRuntime> for_token_ids(LoadedModel loaded,
+                                                     const RuntimeOptions& options = {});
+
+  const LanguageModel& model() const { return *loaded_.model; }
+  const LoadedModel& loaded() const { return loaded_; }
+  bool has_tokenizer() const { return tokenizer_ != nullptr; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  int context_size() const { return context_size_; }
+  KernelMode kernels() const { return kernels_; }
+  const std::vector<int>& eos_token_ids() const { return eos_token_ids_; }
+  // Generation defaults from generation_config.json (temperature, top_p, top_k, ...).
+  GenerationOptions default_options() const;
+
+  std::vector<int> encode(const std::string& text, bool add_special_tokens) const;
+  std::string decode(const std::vector<int>& ids) const;
+  bool has_chat_template() const { return chat_template_ != nullptr; }
+  // Renders the chat template with transformers' inputs (messages, tools,
+  // add_generation_prompt, bos/eos tokens, extra kwargs).
+  std::string render_chat(
+      const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+      bool add_generation_prompt,
+      const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
+  // The chat template rendered for one user message (and an optional
+  // system message), tokenized without adding special tokens again (the
+  // template writes them).
+  std::vector<int> encode_user_message(const std::string& text,
+                                       const std::string& system = "") const;
+
+ private:
+  ModelRuntime() = default;
+  LoadedModel loaded_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ChatTemplate> chat_template_;
+  nlohmann::ordered_json template_special_tokens_;  // bos/eos/unk/pad as template variables
+  nlohmann::json generation_config_;
+  std::vector<int> eos_token_ids_;
+  KernelMode kernels_ = KernelMode::fast;
+  int context_size_ = 0;
+};
+
+}  // namespace mlx_cpp

@@ -1,0 +1,66 @@
+#pragma once
+// Caches of finished prompts, shared by every request: a new sequence
+// starts from the longest cached prefix of its prompt instead of
+// prefilling it again. Entries are clones (copy on write: a sequence that
+// starts from an entry never changes it), capped in bytes, evicted least
+// recently used first, and keyed by the caches' signature (their kind and
+// parameters), so an entry is only handed to a sequence whose caches
+// would hold the same keys and values.
+#include <cstddef>
+#include <list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/kv_cache.h"
+
+namespace mlx_cpp {
+
+class PrefixCache {
+ public:
+  // max_entries 0: as many as fit in byte_cap.
+  explicit PrefixCache(std::size_t byte_cap, std::size_t max_entries = 0)
+      : byte_cap_(byte_cap), max_entries_(max_entries) {}
+
+  struct Hit {
+    int tokens = 0;     // prompt tokens the caches hold
+    CacheList caches;   // clones, trimmed to `tokens`
+  };
+  // The longest usable cached prefix of `prompt`, shorter than the prompt
+  // (its last token is always computed again: it yields the first logits).
+  // Trimmable caches serve any common prefix; others (a sliding window
+  // past its size) only a prefix that is a whole entry.
+  std::optional<Hit> lookup(const std::vector<int>& prompt, const std::string& signature);
+  // Stores `caches` (taken) as holding `tokens`; replaces an entry with the
+  // same tokens, then evicts down to the cap.
+  void insert(std::vector<int> tokens, CacheList caches);
+  void clear();
+  // Evicts least recently used entries until at most `bytes` are held.
+  void shrink_to(std::size_t bytes) { evict_to(bytes); }
+
+  std::size_t bytes() const { return bytes_; }
+  std::size_t entries() const { return entries_.size(); }
+  std::size_t byte_cap() const { return byte_cap_; }
+
+ private:
+  struct Entry {
+    std::vector<int> tokens;
+    CacheList caches;
+    std::string signature;
+    bool trimmable = false;
+    std::size_t bytes = 0;
+  };
+  void evict_to(std::size_t cap);
+
+  std::size_t byte_cap_;
+  std::size_t max_entries_;
+  std::size_t bytes_ = 0;
+  std::list<Entry> entries_;  // most recently used first
+};
+
+// The signature of a cache list: every layer's, in order.
+std::string cache_list_signature(const CacheList& caches);
+std::size_t cache_list_bytes(const CacheList& caches);
+CacheList clone_cache_list(const CacheList& caches);
+
+}  // namespace mlx_cpp

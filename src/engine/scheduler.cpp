@@ -1,0 +1,313 @@
+#include "engine/scheduler.h"
+
+#include <mlx/memory.h>
+#include <mlx/ops.h>
+#include <mlx/transforms.h>
+
+#include <algorithm>
+
+#include "io/error.h"
+
+namespace mlx_cpp {
+namespace mx = mlx::core;
+namespace {
+
+void evaluate_caches(const std::vector<CacheList*>& lists) {
+  std::vector<mx::array> state;
+  for (const auto* caches : lists)
+    for (const auto& cache : *caches)
+      for (auto& array : cache->state()) state.push_back(array);
+  mx::eval(state);
+}
+
+bool all_trimmable(const CacheList& caches) {
+  return std::all_of(caches.begin(), caches.end(),
+                     [](const auto& cache) { return cache->is_trimmable(); });
+}
+
+// Steps between releases of MLX's buffer cache, as generate_tokens does
+// every 256 tokens.
+constexpr int kClearCacheSteps = 256;
+
+}  // namespace
+
+Scheduler::Scheduler(const ModelRuntime& runtime, SchedulerOptions options)
+    : runtime_(runtime),
+      options_(options),
+      admission_(runtime.model(), options.memory_budget, runtime.context_size()),
+      prefix_cache_(options.prompt_cache_bytes, options.prompt_cache_entries) {
+  if (options_.max_batch < 1) throw Error("max_batch must be at least 1");
+  if (options_.prefill_batch < 1) throw Error("prefill_batch must be at least 1");
+  if (options_.prefill_chunk < 0) throw Error("prefill_chunk must be >= 0");
+  prefill_chunk_ =
+      options_.prefill_chunk > 0 ? options_.prefill_chunk : default_prefill_step(runtime.kernels());
+  const auto caches = runtime.model().make_caches();
+  signature_ = cache_list_signature(caches);
+  std::optional<int> window;
+  for (const auto& cache : caches)
+    if (!window) window = cache->window();
+  if (runtime.kernels() == KernelMode::stock && options_.max_batch > 1 && window)
+    phases_.emplace(*window);
+}
+
+Scheduler::~Scheduler() = default;
+
+void Scheduler::validate(TextRequest& request) const {
+  const auto& prompt = request.prompt_ids;
+  const int vocab = runtime_.model().vocab_size();
+  const int context = runtime_.context_size();
+  if (prompt.empty()) throw Error("the prompt is empty");
+  if (static_cast<int>(prompt.size()) >= context)
+    throw Error("the prompt has " + std::to_string(prompt.size()) +
+                " tokens, more than the context size " + std::to_string(context) + " allows");
+  for (int id : prompt)
+    if (id < 0 || id >= vocab)
+      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (" +
+                  std::to_string(vocab) + ")");
+  auto& options = request.options;
+  if (options.max_tokens < 0) throw Error("max_tokens must be >= 0");
+  validate_sampler_options(options.sampler, vocab);
+  validate_penalty_options(options.penalties, vocab);
+  options.max_tokens = std::min(options.max_tokens, context - static_cast<int>(prompt.size()));
+  options.max_tokens =
+      admission_.fit_max_tokens(static_cast<int>(prompt.size()), options.max_tokens);
+  options.kernels = runtime_.kernels();
+  options.prefill_step_size = prefill_chunk_;
+}
+
+SequenceId Scheduler::submit(TextRequest request, SequenceSink sink) {
+  validate(request);
+  const SequenceId id = next_id_++;
+  waiting_.push_back(std::make_unique<Sequence>(id, runtime_, std::move(request), std::move(sink)));
+  return id;
+}
+
+void Scheduler::cancel(SequenceId id) {
+  auto mark = [id](auto& list) {
+    for (auto& sequence : list)
+      if (sequence->id() == id) sequence->cancel();
+  };
+  mark(waiting_);
+  mark(prefilling_);
+  mark(decoding_);
+}
+
+bool Scheduler::has_work() const {
+  return !waiting_.empty() || !prefilling_.empty() || !decoding_.empty();
+}
+
+SchedulerCounts Scheduler::counts() const {
+  SchedulerCounts counts;
+  counts.waiting = static_cast<int>(waiting_.size());
+  counts.prefilling = static_cast<int>(prefilling_.size());
+  counts.decoding = static_cast<int>(decoding_.size());
+  for (const auto* list : {&prefilling_, &decoding_})
+    for (const auto& sequence : *list) counts.kv_bytes += cache_list_bytes(sequence->caches());
+  counts.kv_reserved_bytes = reserved_bytes_;
+  counts.memory_budget = admission_.budget();
+  counts.weight_bytes = admission_.weight_bytes();
+  counts.prefix_cache_bytes = prefix_cache_.bytes();
+  counts.prefix_cache_entries = prefix_cache_.entries();
+  return counts;
+}
+
+void Scheduler::step() {
+  try {
+    reap_cancelled();
+    if (!decoding_.empty()) {
+      const auto phases = phases_ ? phases_->decode() : std::vector<int>{};
+      const auto kept = decode(decoding_, /*first_step=*/false, phases);
+      if (phases_) phases_->keep_decoding(kept);
+    }
+    if (static_cast<int>(decoding_.size()) >= options_.max_batch) return;
+    admit();
+    // Prompts with only their last token left start decoding: one forward
+    // of those rows alone, then they join the decoding batch.
+    std::vector<std::unique_ptr<Sequence>> still_prefilling;
+    std::vector<int> starting_rows;
+    for (std::size_t b = 0; b < prefilling_.size(); ++b) {
+      auto& sequence = prefilling_[b];
+      const bool starts = sequence->prompt_tokens_left_to_prefill() == 0;
+      if (starts) starting_rows.push_back(static_cast<int>(b));
+      (starts ? starting_ : still_prefilling).push_back(std::move(sequence));
+    }
+    prefilling_ = std::move(still_prefilling);
+    if (!starting_.empty()) {
+      const int decoding_before = static_cast<int>(decoding_.size());
+      const auto phases =
+          phases_ ? phases_->start_decoding(starting_rows) : std::vector<int>{};
+      const auto kept = decode(starting_, /*first_step=*/true, phases);
+      for (auto& sequence : starting_) decoding_.push_back(std::move(sequence));
+      starting_.clear();
+      if (phases_ && kept.size() != starting_rows.size()) {
+        std::vector<int> keep;
+        for (int b = 0; b < decoding_before; ++b) keep.push_back(b);
+        for (int b : kept) keep.push_back(decoding_before + b);
+        phases_->keep_decoding(keep);
+      }
+    }
+    if (!prefilling_.empty()) prefill(prefilling_);
+    if (++steps_ % kClearCacheSteps == 0) mx::clear_cache();
+  } catch (...) {
+    fail_all(std::current_exception());
+  }
+}
+
+void Scheduler::reap_cancelled() {
+  // Returns the indices of the rows that stay.
+  auto reap = [this](auto& list) {
+    std::vector<int> kept;
+    for (std::size_t b = 0; b < list.size(); ++b) {
+      if (list[b]->cancel_requested())
+        retire(std::move(list[b]));
+      else
+        kept.push_back(static_cast<int>(b));
+    }
+    const bool changed = kept.size() != list.size();
+    list.erase(std::remove(list.begin(), list.end(), nullptr), list.end());
+    return std::pair{changed, kept};
+  };
+  reap(waiting_);
+  auto [prefill_changed, prefill_kept] = reap(prefilling_);
+  auto [decode_changed, decode_kept] = reap(decoding_);
+  if (phases_ && prefill_changed) phases_->keep_prefilling(prefill_kept);
+  if (phases_ && decode_changed) phases_->keep_decoding(decode_kept);
+}
+
+void Scheduler::admit() {
+  const int room = std::min(options_.prefill_batch - static_cast<int>(prefilling_.size()),
+                            options_.max_batch - static_cast<int>(decoding_.size()));
+  for (int i = 0; i < room && !waiting_.empty() && fits(*waiting_.front()); ++i) {
+    auto sequence = std::move(waiting_.front());
+    waiting_.pop_front();
+    auto hit = prefix_cache_.lookup(sequence->prompt(), signature_);
+    if (hit)
+      sequence->start(std::move(hit->caches), hit->tokens);
+    else
+      sequence->start(runtime_.model().make_caches(), 0);
+    const auto& request = sequence->request();
+    sequence->reserved_bytes = admission_.limited()
+                                   ? admission_.sequence_bytes(
+                                         static_cast<int>(request.prompt_ids.size()) +
+                                         request.options.max_tokens)
+                                   : 0;
+    reserved_bytes_ += sequence->reserved_bytes;
+    prefilling_.push_back(std::move(sequence));
+    if (phases_) phases_->admit(1);
+  }
+}
+
+bool Scheduler::fits(const Sequence& sequence) {
+  if (!admission_.limited()) return true;
+  const auto& request = sequence.request();
+  const std::size_t need = admission_.sequence_bytes(
+      static_cast<int>(request.prompt_ids.size()) + request.options.max_tokens);
+  const std::size_t room = admission_.cache_room();
+  if (reserved_bytes_ + need > room) return false;  // waits for running sequences to finish
+  prefix_cache_.shrink_to(room - reserved_bytes_ - need);
+  return true;
+}
+
+mx::array Scheduler::forward(const mx::array& tokens,
+                             std::vector<std::unique_ptr<Sequence>>& rows,
+                             const std::vector<int>& phases) {
+  if (rows.size() == 1 && phases.empty())
+    return runtime_.model().forward(tokens, rows.front()->caches());
+  ForwardBatch batch;
+  for (std::size_t b = 0; b < rows.size(); ++b)
+    batch.rows.push_back({&rows[b]->caches(),
+                          phases.empty() ? std::nullopt : std::optional<int>(phases[b])});
+  return runtime_.model().forward_batch(tokens, batch);
+}
+
+std::vector<int> Scheduler::decode(std::vector<std::unique_ptr<Sequence>>& rows, bool first_step,
+                                  const std::vector<int>& phases) {
+  const int batch = static_cast<int>(rows.size());
+  std::vector<mx::array> inputs;
+  for (auto& row : rows) {
+    if (first_step) {
+      // A cache that cannot be trimmed (a sliding window) is kept as it
+      // stands at the prompt's boundary, as mlx-lm's server does: later
+      // turns of the conversation start from it.
+      if (!all_trimmable(row->caches()))
+        prefix_cache_.insert(std::vector<int>(row->prompt().begin(), row->prompt().end() - 1),
+                             clone_cache_list(row->caches()));
+      row->begin_decoding();
+      inputs.push_back(mx::array({row->prompt().back()}, mx::int32));
+    } else {
+      inputs.push_back(row->next_input());
+    }
+  }
+  auto tokens = mx::reshape(batch == 1 ? inputs.front() : mx::concatenate(inputs), {batch, 1});
+  auto logits = forward(mx::astype(tokens, mx::int32), rows, phases);
+  const int vocab = logits.shape(2);
+  std::vector<std::pair<mx::array, mx::array>> sampled;
+  std::vector<mx::array> outputs;
+  for (int b = 0; b < batch; ++b) {
+    auto row_logits = batch == 1 ? mx::reshape(logits, {1, vocab})
+                                 : mx::reshape(mx::slice(logits, {b, 0, 0}, {b + 1, 1, vocab}),
+                                               {1, vocab});
+    sampled.push_back(rows[b]->sample(row_logits));
+    outputs.push_back(sampled.back().first);
+    outputs.push_back(sampled.back().second);
+  }
+  mx::async_eval(outputs);
+  std::vector<int> kept;
+  for (int b = 0; b < batch; ++b) {
+    auto& row = rows[b];
+    row->schedule(std::move(sampled[b]));
+    const bool finished = first_step ? row->request().options.max_tokens == 0
+                                     : !row->deliver_fed_token();
+    if (finished)
+      retire(std::move(row));
+    else
+      kept.push_back(b);
+  }
+  rows.erase(std::remove(rows.begin(), rows.end(), nullptr), rows.end());
+  return kept;
+}
+
+void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
+  // Each row's chunk on its own, as a batch of one would prefill it (one
+  // forward for all would only pad them to one length).
+  std::vector<int> lengths;
+  for (auto& row : rows) lengths.push_back(std::min(prefill_chunk_, row->prompt_tokens_left_to_prefill()));
+  if (phases_) phases_->prefill(lengths);
+  for (auto& row : rows) {
+    const auto chunk = row->take_prefill_chunk(prefill_chunk_);
+    if (chunk.empty()) continue;
+    auto tokens = mx::array(chunk.data(), {1, static_cast<int>(chunk.size())}, mx::int32);
+    runtime_.model().forward(tokens, row->caches());
+    evaluate_caches({&row->caches()});
+  }
+  mx::clear_cache();
+}
+
+void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
+  reserved_bytes_ -= sequence->reserved_bytes;
+  sequence->reserved_bytes = 0;
+  auto tokens = sequence->finish();
+  auto& caches = sequence->caches();
+  if (caches.empty() || tokens.empty()) return;
+  // Bookkeeping that disagrees with the caches is never reused.
+  if (caches.front()->offset() != static_cast<int>(tokens.size())) return;
+  prefix_cache_.insert(std::move(tokens), std::move(caches));
+  if (admission_.limited()) {
+    const std::size_t room = admission_.cache_room();
+    prefix_cache_.shrink_to(room > reserved_bytes_ ? room - reserved_bytes_ : 0);
+  }
+}
+
+void Scheduler::fail_all(std::exception_ptr error) {
+  for (auto* list : {&prefilling_, &starting_, &decoding_})
+    for (auto& sequence : *list)
+      if (sequence) sequence->fail(error);
+  for (auto& sequence : waiting_) sequence->fail(error);
+  waiting_.clear();
+  prefilling_.clear();
+  starting_.clear();
+  decoding_.clear();
+  reserved_bytes_ = 0;
+}
+
+}  // namespace mlx_cpp

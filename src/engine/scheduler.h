@@ -1,0 +1,107 @@
+#pragma once
+// Continuous batching on the thread that owns the model. Requests are
+// sequences (data); each step() decodes one token for every decoding
+// sequence in one batched forward, then admits waiting sequences and
+// prefills a chunk of each prefilling prompt, so a long prompt never
+// freezes the streams already decoding. The policy is mlx-lm's
+// BatchGenerator's (decode first, then admit up to prefill_batch prompts
+// while fewer than max_batch decode, prompts in chunks of prefill_chunk,
+// a prompt's last token as its first decode step), so the stock path is
+// bit-exact with it (model/forward_batch.h says why rows may be computed
+// on their own). Not thread-safe: one thread calls everything.
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/memory_admission.h"
+#include "engine/model_runtime.h"
+#include "engine/prefix_cache.h"
+#include "engine/sequence.h"
+#include "engine/window_phase.h"
+
+namespace mlx_cpp {
+
+struct SchedulerOptions {
+  int max_batch = 8;      // sequences decoding at once (1 = strictly one after another)
+  int prefill_batch = 8;  // sequences prefilling at once
+  int prefill_chunk = 0;  // prompt tokens per sequence per step (0 = the kernels' default step)
+  std::size_t prompt_cache_bytes = 0;    // prefix cache cap (0 = no prefix cache)
+  std::size_t prompt_cache_entries = 0;  // and at most this many entries (0 = no limit)
+  // Bytes for weights, running sequences' caches and the prefix cache
+  // (0 = no limit): max_tokens is capped to fit, a request that cannot
+  // generate one token is refused, and waiting sequences are admitted as
+  // memory frees.
+  std::size_t memory_budget = 0;
+};
+
+// A snapshot for /stats and tests.
+struct SchedulerCounts {
+  int waiting = 0, prefilling = 0, decoding = 0;
+  std::size_t kv_bytes = 0;           // caches of running sequences, as held now
+  std::size_t kv_reserved_bytes = 0;  // what they may grow to (prompt + max_tokens)
+  std::size_t memory_budget = 0, weight_bytes = 0;
+  std::size_t prefix_cache_bytes = 0, prefix_cache_entries = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const ModelRuntime& runtime, SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Checks a request (prompt, ids, options) and caps max_tokens to the
+  // context left; throws Error naming the problem.
+  void validate(TextRequest& request) const;
+  // Queues a request (validated here); its output goes to `sink`.
+  SequenceId submit(TextRequest request, SequenceSink sink);
+  // Cancels at the next step (any state); unknown ids are ignored.
+  void cancel(SequenceId id);
+  bool has_work() const;
+  void step();
+  // Fails every sequence (the model raised): each sink gets the error.
+  void fail_all(std::exception_ptr error);
+
+  SchedulerCounts counts() const;
+  const SchedulerOptions& options() const { return options_; }
+  PrefixCache& prefix_cache() { return prefix_cache_; }
+
+ private:
+  void reap_cancelled();
+  void admit();
+  // tokens [B, 1] of `rows` → logits [B, 1, vocab]; phases: per row, as
+  // WindowPhaseTracker gives them (empty when not tracked).
+  mlx::core::array forward(const mlx::core::array& tokens,
+                           std::vector<std::unique_ptr<Sequence>>& rows,
+                           const std::vector<int>& phases);
+  // One decode step of `rows`; the finished leave `rows`. Returns the
+  // indices (before they left) of the rows that go on.
+  std::vector<int> decode(std::vector<std::unique_ptr<Sequence>>& rows, bool first_step,
+                          const std::vector<int>& phases);
+  void prefill(std::vector<std::unique_ptr<Sequence>>& rows);
+  void retire(std::unique_ptr<Sequence> sequence);
+
+  // Admits waiting sequences while their reservation fits.
+  bool fits(const Sequence& sequence);
+
+  const ModelRuntime& runtime_;
+  SchedulerOptions options_;
+  MemoryAdmission admission_;
+  std::size_t reserved_bytes_ = 0;  // of sequences prefilling or decoding
+  int prefill_chunk_;
+  std::string signature_;  // of the caches the model makes
+  // The stock path batching a model with sliding windows: where mlx-lm's
+  // batched ring keeps each row's window.
+  std::optional<WindowPhaseTracker> phases_;
+  long long steps_ = 0;
+  SequenceId next_id_ = 1;
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> prefilling_;  // in admission order
+  std::vector<std::unique_ptr<Sequence>> starting_;    // taking their first decode step
+  std::vector<std::unique_ptr<Sequence>> decoding_;    // in batch row order
+  PrefixCache prefix_cache_;
+};
+
+}  // namespace mlx_cpp

@@ -1,0 +1,184 @@
+#include "engine/sequence.h"
+
+#include <mlx/memory.h>
+#include <mlx/ops.h>
+#include <mlx/transforms.h>
+
+#include <algorithm>
+
+#include "kernels/kernels.h"
+
+namespace mlx_cpp {
+namespace mx = mlx::core;
+namespace {
+
+std::vector<TokenLogprob> top_alternatives(const ModelRuntime& runtime, const mx::array& logprobs,
+                                           int count) {
+  const int vocab = logprobs.shape(0);
+  count = std::min(count, vocab);
+  auto order =
+      mx::slice(mx::argsort(mx::negative(mx::astype(logprobs, mx::float32))), {0}, {count});
+  auto values = mx::astype(mx::take(logprobs, order), mx::float32);
+  mx::eval({order, values});
+  std::vector<TokenLogprob> result;
+  for (int i = 0; i < count; ++i) {
+    int id = order.data<uint32_t>()[i];
+    result.push_back({id, runtime.decode({id}), values.data<float>()[i]});
+  }
+  return result;
+}
+
+float logprob_of(const mx::array& logprobs, int id) {
+  return mx::astype(mx::take(logprobs, mx::array(id)), mx::float32).item<float>();
+}
+
+double seconds_between(Sequence::Clock::time_point from, Sequence::Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+}  // namespace
+
+Sequence::Sequence(SequenceId id, const ModelRuntime& runtime, TextRequest request,
+                   SequenceSink sink)
+    : id_(id),
+      runtime_(runtime),
+      request_(std::move(request)),
+      sink_(std::move(sink)),
+      sampler_(request_.options.sampler),
+      stops_(request_.stop),
+      arrival_(Clock::now()) {
+  if (runtime.has_tokenizer()) detokenizer_.emplace(runtime.tokenizer());
+}
+
+void Sequence::start(CacheList caches, int cached) {
+  caches_ = std::move(caches);
+  cached_prompt_tokens_ = cached;
+  prefilled_ = cached;
+  result_.cached_prompt_tokens = cached;
+  history_.assign(request_.prompt_ids.begin(), request_.prompt_ids.begin() + cached);
+  state_ = SequenceState::prefilling;
+}
+
+int Sequence::prompt_tokens_left_to_prefill() const {
+  return static_cast<int>(request_.prompt_ids.size()) - 1 - prefilled_;
+}
+
+std::vector<int> Sequence::take_prefill_chunk(int limit) {
+  const int count = std::min(limit, prompt_tokens_left_to_prefill());
+  std::vector<int> chunk(request_.prompt_ids.begin() + prefilled_,
+                         request_.prompt_ids.begin() + prefilled_ + count);
+  prefilled_ += count;
+  history_.insert(history_.end(), chunk.begin(), chunk.end());
+  return chunk;
+}
+
+void Sequence::begin_decoding() {
+  history_.push_back(request_.prompt_ids.back());
+  prefilled_ = static_cast<int>(request_.prompt_ids.size());
+  state_ = SequenceState::decoding;
+}
+
+std::pair<mx::array, mx::array> Sequence::sample(const mx::array& logits) {
+  auto processed = logits;
+  if (penalized()) {
+    // The token this step feeds is history for the logits it produces.
+    if (pending_token_) history_.push_back(pending_token_->item<int>());
+    processed = apply_logits_processors(processed, history_, request_.options.penalties);
+  }
+  auto logprobs = request_.options.kernels == KernelMode::fast
+                      ? kernels::log_softmax_fast(processed)
+                      : mx::subtract(processed, mx::logsumexp(processed, /*keepdims=*/true));
+  return {sampler_(logprobs), mx::squeeze(logprobs, 0)};
+}
+
+void Sequence::schedule(std::pair<mx::array, mx::array> sampled) {
+  fed_token_ = pending_token_;
+  fed_logprobs_ = pending_logprobs_;
+  pending_token_ = std::move(sampled.first);
+  pending_logprobs_ = std::move(sampled.second);
+}
+
+bool Sequence::emit(TextChunk& chunk) {
+  result_.text += chunk.text;
+  if (!sink_.on_chunk(chunk)) sink_cancelled_ = true;
+  return !sink_cancelled_;
+}
+
+bool Sequence::deliver_fed_token() {
+  if (!fed_token_) return true;
+  auto& stats = result_.stats;
+  if (stats.fed_ids.empty()) {
+    mx::eval({*fed_token_});
+    first_token_time_ = Clock::now();
+    stats.prompt_seconds = seconds_between(arrival_, first_token_time_);
+  }
+  const int id = fed_token_->item<int>();
+  stats.fed_ids.push_back(id);
+  const auto& eos = runtime_.eos_token_ids();
+  if (std::find(eos.begin(), eos.end(), id) != eos.end()) {
+    finish_reason_ = FinishReason::stop;
+    return false;
+  }
+  stats.generated_tokens++;
+  result_.completion_ids.push_back(id);
+  if (sink_.observe_logprobs) sink_.observe_logprobs(*fed_logprobs_);
+  TextChunk chunk;
+  chunk.text = stops_.add(detokenizer_ ? detokenizer_->add(id) : std::string());
+  if (request_.logprobs || request_.top_logprobs > 0)
+    chunk.tokens.push_back({id, runtime_.decode({id}), logprob_of(*fed_logprobs_, id)});
+  if (request_.top_logprobs > 0)
+    chunk.alternatives.push_back(top_alternatives(runtime_, *fed_logprobs_, request_.top_logprobs));
+  if (!emit(chunk) || stops_.matched()) {
+    finish_reason_ = FinishReason::cancelled;
+    return false;
+  }
+  if (stats.generated_tokens >= request_.options.max_tokens) {
+    finish_reason_ = FinishReason::length;
+    return false;
+  }
+  return true;
+}
+
+std::vector<int> Sequence::finish() {
+  auto& stats = result_.stats;
+  if (request_.options.max_tokens == 0 && finish_reason_ == FinishReason::none && pending_token_) {
+    // Nothing to generate: the prompt's time is its prefill.
+    mx::eval({*pending_token_});
+    first_token_time_ = Clock::now();
+    stats.prompt_seconds = seconds_between(arrival_, first_token_time_);
+    finish_reason_ = FinishReason::length;
+  }
+  const bool cancelled = cancel_requested_ || sink_cancelled_;
+  if (!stops_.matched() && !cancelled) {
+    TextChunk tail;
+    tail.text = stops_.add(detokenizer_ ? detokenizer_->finish() : std::string());
+    tail.text += stops_.flush();
+    if (!tail.text.empty()) emit(tail);
+  }
+  stats.prompt_tokens = static_cast<int>(request_.prompt_ids.size()) - cached_prompt_tokens_;
+  if (!stats.fed_ids.empty()) stats.generation_seconds = seconds_between(first_token_time_, Clock::now());
+  stats.peak_memory_bytes = mx::get_peak_memory();
+  if (stops_.matched() || finish_reason_ == FinishReason::stop) {
+    result_.finish_reason = "stop";
+    stats.finish_reason = FinishReason::stop;
+  } else if (cancelled) {
+    result_.finish_reason = "cancelled";
+    stats.finish_reason = FinishReason::cancelled;
+  } else {
+    result_.finish_reason = "length";
+    stats.finish_reason = FinishReason::length;
+  }
+  state_ = cancelled && !stops_.matched() ? SequenceState::cancelled : SequenceState::finished;
+  std::vector<int> cached = request_.prompt_ids;
+  if (prefilled_ < static_cast<int>(cached.size())) cached.resize(prefilled_);
+  cached.insert(cached.end(), stats.fed_ids.begin(), stats.fed_ids.end());
+  sink_.on_finish(std::move(result_));
+  return cached;
+}
+
+void Sequence::fail(std::exception_ptr error) {
+  state_ = SequenceState::cancelled;
+  sink_.on_error(error);
+}
+
+}  // namespace mlx_cpp

@@ -1,0 +1,32 @@
+#pragma once
+// The rows of one batched forward and what each row brings: its own
+// per-layer caches (and so its own positions). Everything per row reaches
+// the layers through this one object (an adapter per row would join it
+// here).
+//
+// Rows are computed independently: each row attends over its own cache,
+// and every per-row computation is the one a batch of one does, so a
+// row's logits do not depend on the other rows. On the CPU this is also
+// what mlx-lm's BatchGenerator computes bit for bit, padding and all:
+// masked key columns, batch neighbours and a vector of rope offsets leave
+// a row's results unchanged there (tests/engine/batch_generator_parity_test).
+#include <optional>
+#include <vector>
+
+#include "model/kv_cache.h"
+
+namespace mlx_cpp {
+
+struct BatchRow {
+  CacheList* caches = nullptr;  // the row's caches, one per layer
+  // Sliding-window layers: attend over the window in the order mlx-lm's
+  // batched ring holds it, this many newest keys first (the stock path in a
+  // batch; engine/window_phase.h). nullopt: the row's own cache order.
+  std::optional<int> ring_newest_first;
+};
+
+struct ForwardBatch {
+  std::vector<BatchRow> rows;
+};
+
+}  // namespace mlx_cpp
