@@ -5,8 +5,11 @@
 // (prompt / time to first token), generation tokens/s (tokens after the
 // first / time since it), time to first token and peak memory, and the bytes
 // a decode step reads (weights as held plus the mean keys and values
-// attended), for a bandwidth floor.
+// attended), for a bandwidth floor. With --batch B, B such prompts run
+// together through the scheduler, and the decode rate is the aggregate
+// tokens/s of the steps where all B rows decode.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -14,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/model_argument.h"
 #include "engine/decode_traffic.h"
+#include "engine/scheduler.h"
 #include "engine/token_generator.h"
 #include "io/error.h"
 #include "kernels/kernels.h"
@@ -30,6 +34,7 @@ struct BenchArguments {
   std::string kernels = "fast";
   bool unfused = false;
   bool json = false;
+  int batch = 1;
 };
 
 struct Summary {
@@ -54,6 +59,66 @@ GenerationStats run_once(const LoadedModel& loaded, KernelMode kernels,
                          [](const GeneratedToken&) { return true; });
 }
 
+using Clock = std::chrono::steady_clock;
+
+// One run of `prompts` together: the aggregate tokens/s while every row
+// decodes (from the last row's first token to the first row's last).
+double batched_decode_rate(Scheduler& scheduler, const std::vector<std::vector<int>>& prompts,
+                           int tokens) {
+  std::vector<std::vector<Clock::time_point>> times(prompts.size());
+  int finished = 0;
+  for (std::size_t b = 0; b < prompts.size(); ++b) {
+    TextRequest request;
+    request.prompt_ids = prompts[b];
+    request.options.max_tokens = tokens;
+    SequenceSink sink;
+    sink.on_chunk = [&times, b](const TextChunk&) {
+      times[b].push_back(Clock::now());
+      return true;
+    };
+    sink.on_finish = [&finished](TextResult) { ++finished; };
+    sink.on_error = [](std::exception_ptr error) { std::rethrow_exception(error); };
+    scheduler.submit(std::move(request), std::move(sink));
+  }
+  while (finished < static_cast<int>(prompts.size())) scheduler.step();
+  Clock::time_point start = times[0].front(), end = times[0].back();
+  for (const auto& row : times) {
+    start = std::max(start, row.front());
+    end = std::min(end, row.back());
+  }
+  long count = 0;
+  for (const auto& row : times)
+    count += std::count_if(row.begin(), row.end(),
+                           [&](Clock::time_point t) { return t > start && t <= end; });
+  const double seconds = std::chrono::duration<double>(end - start).count();
+  return seconds > 0 ? count / seconds : 0;
+}
+
+void run_batch_bench(const BenchArguments& args, LoadedModel loaded, KernelMode kernels) {
+  if (args.generate_tokens_count < 3) throw Error("bench: --batch needs -g of at least 3");
+  auto runtime = ModelRuntime::for_token_ids(std::move(loaded), {0, kernels});
+  SchedulerOptions options;
+  options.max_batch = args.batch;
+  options.prefill_batch = args.batch;
+  Scheduler scheduler(*runtime, options);
+  std::mt19937 random(0);
+  std::uniform_int_distribution<int> token(0, runtime->model().vocab_size() - 1);
+  std::vector<std::vector<int>> prompts(args.batch, std::vector<int>(args.prompt_tokens));
+  for (auto& prompt : prompts)
+    for (auto& id : prompt) id = token(random);
+  batched_decode_rate(scheduler, prompts, args.generate_tokens_count);  // warm-up
+  std::vector<double> rates;
+  for (int run = 0; run < args.runs; ++run)
+    rates.push_back(batched_decode_rate(scheduler, prompts, args.generate_tokens_count));
+  auto rate = summarize(rates);
+  std::printf("model %s, kernels %s, threads %d, batch %d, prompt %d, generate %d, runs %d\n",
+              args.model.c_str(), args.kernels.c_str(), kernels::kernel_threads(), args.batch,
+              args.prompt_tokens, args.generate_tokens_count, args.runs);
+  std::printf("aggregate decode tokens/s: median %.2f, min %.2f, max %.2f\n", rate.median,
+              rate.min, rate.max);
+  std::printf("RESULT batch=%d aggregate_generation_tps=%.3f\n", args.batch, rate.median);
+}
+
 void run_bench(const BenchArguments& args) {
   if (args.prompt_tokens < 1 || args.generate_tokens_count < 1 || args.runs < 1)
     throw Error("bench: -p, -g and -n must be at least 1");
@@ -64,6 +129,7 @@ void run_bench(const BenchArguments& args) {
   options.kernels = kernels;
   options.fused_decode = !args.unfused;
   auto loaded = load_model(directory, options);
+  if (args.batch > 1) return run_batch_bench(args, std::move(loaded), kernels);
   std::mt19937 random(0);
   std::uniform_int_distribution<int> token(0, loaded.model->vocab_size() - 1);
   std::vector<int> prompt(args.prompt_tokens);
@@ -132,6 +198,11 @@ void register_bench_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("-p,--prompt-tokens", args->prompt_tokens, "Prompt length")
       ->capture_default_str();
+  command
+      ->add_option("--batch", args->batch,
+                   "Sequences decoding together through the scheduler (aggregate tokens/s)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   command->add_option("-g,--generate-tokens", args->generate_tokens_count, "Tokens to generate")
       ->capture_default_str();
   command->add_option("-n,--runs", args->runs, "Measured runs (after one warm-up)")

@@ -5,6 +5,7 @@
 #include <mlx/allocator.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "kernels/primitive_base.h"
@@ -26,16 +27,20 @@ mx::array allocated_array(const mx::Shape& shape, mx::Dtype dtype) {
 }
 
 void add(const mx::array& a, const mx::array& b, mx::array& out) {
-  const int size = static_cast<int>(out.size());
-  const int blocks = (size + kBlock - 1) / kBlock;
-  parallel_ranges(blocks, 16, [&](Range range) {
+  // b has a's size, or that of one row of a (a bias added to every row).
+  const int row = static_cast<int>(b.size());
+  const int rows = static_cast<int>(out.size()) / row;
+  const int blocks_per_row = (row + kBlock - 1) / kBlock;
+  parallel_ranges(rows * blocks_per_row, 16, [&](Range range) {
     const VectorOps& ops = vector_ops();
     float a_block[kBlock], b_block[kBlock];
-    for (int block = range.begin; block < range.end; ++block) {
-      const std::size_t offset = static_cast<std::size_t>(block) * kBlock;
-      const int count = std::min(kBlock, size - block * kBlock);
+    for (int task = range.begin; task < range.end; ++task) {
+      const int block = task % blocks_per_row;
+      const std::size_t b_offset = static_cast<std::size_t>(block) * kBlock;
+      const std::size_t offset = static_cast<std::size_t>(task / blocks_per_row) * row + b_offset;
+      const int count = std::min(kBlock, row - block * kBlock);
       ops.load(a.data<void>(), scalar_type_of(a.dtype()), offset, count, a_block);
-      ops.load(b.data<void>(), scalar_type_of(b.dtype()), offset, count, b_block);
+      ops.load(b.data<void>(), scalar_type_of(b.dtype()), b_offset, count, b_block);
       // y += 1 * x rounds the exact sum once to float32, as a float add.
       ops.axpy(1.0f, b_block, a_block, count);
       ops.store(a_block, count, out.data<void>(), scalar_type_of(out.dtype()), offset);
@@ -61,6 +66,16 @@ void scale_leading(const mx::array& x, int width, float factor, mx::array& out) 
     for (int i = 0; i < width; ++i) row[i] *= rounded_factor;
     ops.store(row.data(), D, out.data<void>(), type, offset);
   }
+}
+
+void copy_batch_row(const mx::array& batch, int row, mx::array& out) {
+  const std::size_t bytes = out.nbytes();
+  std::memcpy(out.data<char>(), batch.data<char>() + row * bytes, bytes);
+}
+
+void store_batch_row(const mx::array& row_array, mx::array& batch, int row) {
+  const std::size_t bytes = row_array.nbytes();
+  std::memcpy(batch.data<char>() + row * bytes, row_array.data<char>(), bytes);
 }
 
 void write_sequence_row(const mx::array& src, mx::array& dst, int position) {

@@ -51,8 +51,8 @@ void attention(const mlx::core::array& q, const mlx::core::array& k, const mlx::
 void gated_activation(const mlx::core::array& gate, const mlx::core::array& up,
                       GatedActivation activation, mlx::core::array& out);
 
-// out = a + b (one shape; any float dtypes), in float32 and rounded once to
-// out's dtype, as mlx::core::add.
+// out = a + b (one shape, or b one row of a, added to every row; any float
+// dtypes), in float32 and rounded once to out's dtype, as mlx::core::add.
 void add(const mlx::core::array& a, const mlx::core::array& b, mlx::core::array& out);
 
 // out = x with the first `width` elements of every last-axis row
@@ -62,6 +62,12 @@ void scale_leading(const mlx::core::array& x, int width, float factor, mlx::core
 
 // dst (row-contiguous, src's shape and dtype) = src (any strides).
 void copy(const mlx::core::array& src, mlx::core::array& dst);
+
+// Row `row` of a row-contiguous batch [B, ...] into `out` (its shape with
+// B = 1, same dtype), and back: plain copies of contiguous bytes, for a
+// step that runs some kernels on every row at once and others row by row.
+void copy_batch_row(const mlx::core::array& batch, int row, mlx::core::array& out);
+void store_batch_row(const mlx::core::array& row_array, mlx::core::array& batch, int row);
 
 // dst[..., position, :] = src[..., 0, :] for src [B, H, 1, D] and dst
 // [B, H, capacity, D] (row-contiguous), converting to dst's dtype as

@@ -295,8 +295,25 @@ mx::array DenseTransformer::forward_batch(const mx::array& tokens,
     sliding_masks.push_back(std::move(sliding));
   }
   for (size_t i = 0; i < layers_.size(); ++i) {
-    LayerRows rows{batch, i, layers_[i].sliding ? sliding_masks : global_masks,
-                   layers_[i].sliding};
+    const auto& masks = layers_[i].sliding ? sliding_masks : global_masks;
+    if (fused_layers_[i]) {
+      // The fused step attends over each whole cache: it needs rows that
+      // mask nothing and keep their own order.
+      bool fusable = true;
+      std::vector<KvCache*> caches;
+      for (std::size_t b = 0; b < batch.rows.size(); ++b) {
+        fusable = fusable && masks[b].kind == AttentionMask::Kind::none &&
+                  !(layers_[i].sliding && batch.rows[b].ring_newest_first);
+        caches.push_back((*batch.rows[b].caches)[i].get());
+      }
+      if (fusable) {
+        if (auto out = (*fused_layers_[i])(h, caches)) {
+          h = *out;
+          continue;
+        }
+      }
+    }
+    LayerRows rows{batch, i, masks, layers_[i].sliding};
     h = layers_[i](h, rows);
   }
   return head(h);

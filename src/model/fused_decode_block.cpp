@@ -138,28 +138,57 @@ mx::array rotated(const Plan& p, const mx::array& heads, int position) {
   return out;
 }
 
-// The block on one token: x [1, 1, hidden] → out; keys and values are the
-// cache's storage, the token written at `position`.
-void run_step(const Plan& p, const StepTypes& types, const mx::array& x, mx::array& keys,
-              mx::array& values, int position, mx::array& out) {
-  const int hidden = x.shape(-1), D = p.head_dim;
+// One sequence's row of a step: its cache storage and where its token goes.
+struct RowSlot {
+  mx::array keys, values;
+  int position;
+};
+
+// The block on one token of each of B sequences: x [B, 1, hidden] → out.
+// Norms, projections and the MLP take all rows at once (the decode
+// kernels compute each row as they would alone); rope, the cache write
+// and attention run row by row on each row's own storage, the token
+// written at its position.
+void run_step(const Plan& p, const StepTypes& types, const mx::array& x,
+              std::vector<RowSlot>& rows, mx::array& out) {
+  const int batch = x.shape(0), hidden = x.shape(-1), D = p.head_dim;
   auto normed = eager::allocated_array(x.shape(), types.normed);
   eager::rms_norm(x, p.input_norm.weight, p.input_norm.eps, normed);
 
-  // [1, heads, 1, D] is [1, 1, heads * D] in memory: the projections write
+  // [B, heads, 1, D] is [B, 1, heads * D] in memory: the projections write
   // the heads' layout directly.
   std::vector<mx::array> qkv;
   project(normed, {&p.q, &p.k, &p.v},
-          {{1, p.num_heads, 1, D}, {1, p.num_kv_heads, 1, D}, {1, p.num_kv_heads, 1, D}}, qkv);
-  auto queries = rotated(p, head_norm(p.q_norm, qkv[0], types.q_normed), position);
-  auto new_keys = rotated(p, head_norm(p.k_norm, qkv[1], types.k_normed), position);
-  eager::write_sequence_row(new_keys, keys, position);
-  eager::write_sequence_row(qkv[2], values, position);
-
-  auto attended = eager::allocated_array({1, 1, p.num_heads * D}, types.attended);
-  eager::attention(queries, keys, values, p.attention_scale, position + 1, attended);
+          {{batch, p.num_heads, 1, D}, {batch, p.num_kv_heads, 1, D},
+           {batch, p.num_kv_heads, 1, D}},
+          qkv);
+  auto queries = head_norm(p.q_norm, qkv[0], types.q_normed);
+  auto keys = head_norm(p.k_norm, qkv[1], types.k_normed);
+  auto attended = eager::allocated_array({batch, 1, p.num_heads * D}, types.attended);
+  // One row of a batch array (the array itself for a batch of one).
+  auto row_of = [batch](const mx::array& all, int b) {
+    if (batch == 1) return all;
+    auto shape = all.shape();
+    shape[0] = 1;
+    auto row = eager::allocated_array(shape, all.dtype());
+    eager::copy_batch_row(all, b, row);
+    return row;
+  };
+  for (int b = 0; b < batch; ++b) {
+    auto& slot = rows[b];
+    auto row_queries = rotated(p, row_of(queries, b), slot.position);
+    auto row_keys = rotated(p, row_of(keys, b), slot.position);
+    eager::write_sequence_row(row_keys, slot.keys, slot.position);
+    eager::write_sequence_row(row_of(qkv[2], b), slot.values, slot.position);
+    auto row_attended = batch == 1 ? attended
+                                   : eager::allocated_array({1, 1, p.num_heads * D},
+                                                            types.attended);
+    eager::attention(row_queries, slot.keys, slot.values, p.attention_scale, slot.position + 1,
+                     row_attended);
+    if (batch > 1) eager::store_batch_row(row_attended, attended, b);
+  }
   std::vector<mx::array> o;
-  project(attended, {&p.o}, {{1, 1, hidden}}, o);
+  project(attended, {&p.o}, {{batch, 1, hidden}}, o);
 
   auto sum = eager::allocated_array(x.shape(), types.sum);
   auto post_normed = eager::allocated_array(x.shape(), types.post_normed);
@@ -167,55 +196,62 @@ void run_step(const Plan& p, const StepTypes& types, const mx::array& x, mx::arr
                       post_normed);
   const int ffn = p.gate.tensor.packed.shape(0);
   std::vector<mx::array> gate_up;
-  project(post_normed, {&p.gate, &p.up}, {{1, 1, ffn}, {1, 1, ffn}}, gate_up);
-  auto activated = eager::allocated_array({1, 1, ffn}, types.activated);
+  project(post_normed, {&p.gate, &p.up}, {{batch, 1, ffn}, {batch, 1, ffn}}, gate_up);
+  auto activated = eager::allocated_array({batch, 1, ffn}, types.activated);
   eager::gated_activation(gate_up[0], gate_up[1], p.activation, activated);
   std::vector<mx::array> down;
-  project(activated, {&p.down}, {{1, 1, hidden}}, down);
+  project(activated, {&p.down}, {{batch, 1, hidden}}, down);
   eager::add(sum, down[0], out);
 }
 
-// inputs {x, key storage, value storage} → {block output, key storage,
-// value storage}. The storage is written in place (the outputs share the
-// inputs' buffers) unless the slot asked for a copy or the storage is
-// strided; then the outputs are fresh copies.
+// inputs {x, then key and value storage of each row} → {block output, then
+// each row's key and value storage}. The storage is written in place (the
+// outputs share the inputs' buffers) unless the row's slot asked for a copy
+// or the storage is strided; then the outputs are fresh copies.
 class FusedDecodeStep : public mx::Primitive {
  public:
   FusedDecodeStep(mx::Stream stream, std::shared_ptr<const Plan> plan, const StepTypes& types,
-                  int position, bool copy)
+                  std::vector<int> positions, std::vector<bool> copies)
       : Primitive(stream),
         plan_(std::move(plan)),
         types_(types),
-        position_(position),
-        copy_(copy) {}
+        positions_(std::move(positions)),
+        copies_(std::move(copies)) {}
 
   void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
     auto& encoder = mx::cpu::get_command_encoder(stream());
     outputs[0].set_data(mx::allocator::malloc(outputs[0].nbytes()));
-    bool copies[2];
-    for (int i = 0; i < 2; ++i) {
-      const auto& storage = inputs[1 + i];
-      copies[i] = copy_ || !storage.flags().row_contiguous;
+    std::vector<bool> copies(inputs.size(), false);
+    for (std::size_t i = 1; i < inputs.size(); ++i) {
+      const auto& storage = inputs[i];
+      copies[i] = copies_[(i - 1) / 2] || !storage.flags().row_contiguous;
       if (copies[i])
-        outputs[1 + i].set_data(mx::allocator::malloc(outputs[1 + i].nbytes()));
+        outputs[i].set_data(mx::allocator::malloc(outputs[i].nbytes()));
       else
-        outputs[1 + i].copy_shared_buffer(storage);
+        outputs[i].copy_shared_buffer(storage);
     }
     for (const auto& in : inputs) encoder.set_input_array(in);
     for (auto& out : outputs) encoder.set_output_array(out);
     auto weak = [](const mx::array& a) { return mx::array::unsafe_weak_copy(a); };
-    encoder.dispatch([plan = plan_, types = types_, position = position_, copy_keys = copies[0],
-                      copy_values = copies[1], x = weak(inputs[0]), keys_in = weak(inputs[1]),
-                      values_in = weak(inputs[2]), out = weak(outputs[0]), keys = weak(outputs[1]),
-                      values = weak(outputs[2])]() mutable {
+    std::vector<mx::array> weak_inputs, weak_outputs;
+    for (const auto& in : inputs) weak_inputs.push_back(weak(in));
+    for (const auto& out : outputs) weak_outputs.push_back(weak(out));
+    encoder.dispatch([plan = plan_, types = types_, positions = positions_, copies,
+                      inputs = std::move(weak_inputs),
+                      outputs = std::move(weak_outputs)]() mutable {
+      auto x = inputs[0];
       if (!x.flags().row_contiguous) {
         auto contiguous = eager::allocated_array(x.shape(), x.dtype());
         eager::copy(x, contiguous);
         x = contiguous;
       }
-      if (copy_keys) eager::copy(keys_in, keys);
-      if (copy_values) eager::copy(values_in, values);
-      run_step(*plan, types, x, keys, values, position, out);
+      std::vector<RowSlot> rows;
+      for (std::size_t b = 0; b < positions.size(); ++b) {
+        for (std::size_t i = 1 + 2 * b; i < 3 + 2 * b; ++i)
+          if (copies[i]) eager::copy(inputs[i], outputs[i]);
+        rows.push_back({outputs[1 + 2 * b], outputs[2 + 2 * b], positions[b]});
+      }
+      run_step(*plan, types, x, rows, outputs[0]);
     });
   }
   void eval_gpu(const std::vector<mx::array>&, std::vector<mx::array>&) override {
@@ -226,8 +262,8 @@ class FusedDecodeStep : public mx::Primitive {
  private:
   std::shared_ptr<const Plan> plan_;
   StepTypes types_;
-  int position_;
-  bool copy_;
+  std::vector<int> positions_;
+  std::vector<bool> copies_;
 };
 
 std::optional<Projection> fast_projection(const Linear& linear) {
@@ -304,22 +340,49 @@ std::optional<FusedDecodeBlock> FusedDecodeBlock::make(const TransformerBlock& b
 }
 
 std::optional<mx::array> FusedDecodeBlock::operator()(const mx::array& x, KvCache& cache) const {
-  if (x.ndim() != 3 || x.shape(0) != 1 || x.shape(1) != 1) return std::nullopt;
+  return (*this)(x, std::vector<KvCache*>{&cache});
+}
+
+std::optional<mx::array> FusedDecodeBlock::operator()(const mx::array& x,
+                                                      const std::vector<KvCache*>& caches) const {
+  const int batch = static_cast<int>(caches.size());
+  if (x.ndim() != 3 || x.shape(0) != batch || x.shape(1) != 1) return std::nullopt;
   const auto stream = mx::to_stream(mx::StreamOrDevice{});
   if (stream.device != mx::Device::cpu) return std::nullopt;
-  auto slot = cache.decode_slot();
-  if (!slot) return std::nullopt;
   const StepTypes types(*plan_, x.dtype());
-  const auto& keys = slot->keys;
-  if (keys.dtype() != types.key_cache || slot->values.dtype() != types.value_cache ||
-      keys.shape(1) != plan_->num_kv_heads || keys.shape(3) != plan_->head_dim)
-    return std::nullopt;
+  // Every row must offer a slot of the storage the op graph would write;
+  // otherwise no cache is touched.
+  std::vector<DecodeSlot> slots;
+  for (auto* cache : caches) {
+    auto slot = cache->decode_slot();
+    if (!slot) return std::nullopt;
+    const auto& keys = slot->keys;
+    if (keys.dtype() != types.key_cache || slot->values.dtype() != types.value_cache ||
+        keys.shape(0) != 1 || keys.shape(1) != plan_->num_kv_heads ||
+        keys.shape(3) != plan_->head_dim)
+      return std::nullopt;
+    slots.push_back(std::move(*slot));
+  }
+  std::vector<mx::Shape> shapes{x.shape()};
+  std::vector<mx::Dtype> dtypes{types.out};
+  std::vector<mx::array> inputs{x};
+  std::vector<int> positions;
+  std::vector<bool> copies;
+  for (const auto& slot : slots) {
+    for (const auto* storage : {&slot.keys, &slot.values}) {
+      shapes.push_back(storage->shape());
+      dtypes.push_back(storage->dtype());
+      inputs.push_back(*storage);
+    }
+    positions.push_back(slot.position);
+    copies.push_back(slot.copy);
+  }
   auto outputs = mx::array::make_arrays(
-      {x.shape(), keys.shape(), slot->values.shape()},
-      {types.out, keys.dtype(), slot->values.dtype()},
-      std::make_shared<FusedDecodeStep>(stream, plan_, types, slot->position, slot->copy),
-      {x, keys, slot->values});
-  cache.commit_decode(outputs[1], outputs[2]);
+      std::move(shapes), std::move(dtypes),
+      std::make_shared<FusedDecodeStep>(stream, plan_, types, std::move(positions),
+                                        std::move(copies)),
+      std::move(inputs));
+  for (int b = 0; b < batch; ++b) caches[b]->commit_decode(outputs[1 + 2 * b], outputs[2 + 2 * b]);
   return outputs[0];
 }
 

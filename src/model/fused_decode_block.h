@@ -1,6 +1,6 @@
 #pragma once
-// A transformer block's decode step (one token of one sequence) as one
-// graph node, on the fast path.
+// A transformer block's decode step (one token of each sequence of a
+// batch) as one graph node, on the fast path.
 //
 // Why: a decode step of a small model is bound by per-node costs, not by
 // arithmetic. Built from ops, a block is ~25 graph nodes (norms, the
@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "model/kv_cache.h"
 
@@ -36,6 +37,12 @@ class FusedDecodeBlock {
   // when the cache offers no decode slot or stores another dtype than the
   // op graph would write.
   std::optional<mlx::core::array> operator()(const mlx::core::array& x, KvCache& cache) const;
+  // x [B, 1, hidden], one token of each of B sequences, each with its own
+  // cache → [B, 1, hidden]. Each row's results are the ones it gets alone
+  // (the decode kernels compute every row on its own). nullopt, with no
+  // cache touched, when any cache offers no slot.
+  std::optional<mlx::core::array> operator()(const mlx::core::array& x,
+                                             const std::vector<KvCache*>& caches) const;
 
   struct Plan;
 
