@@ -114,8 +114,8 @@ void run_batch_bench(const BenchArguments& args, LoadedModel loaded, KernelMode 
   std::printf("model %s, kernels %s, threads %d, batch %d, prompt %d, generate %d, runs %d\n",
               args.model.c_str(), args.kernels.c_str(), kernels::kernel_threads(), args.batch,
               args.prompt_tokens, args.generate_tokens_count, args.runs);
-  std::printf("aggregate decode tokens/s: median %.2f, min %.2f, max %.2f\n", rate.median,
-              rate.min, rate.max);
+  std::printf("aggregate decode tokens/s: median %.2f, min %.2f, max %.2f\n", rate.median, rate.min,
+              rate.max);
   std::printf("RESULT batch=%d aggregate_generation_tps=%.3f\n", args.batch, rate.median);
 }
 

@@ -26,11 +26,10 @@ MemoryAdmission::MemoryAdmission(const LanguageModel& model, std::size_t budget,
   mx::eval(state);
   const std::size_t full = sequence_bytes(context);
   if (weights_ + full > budget_)
-    throw MemoryAdmissionError(
-        "the model needs " + mib(weights_) + " of weights and " + mib(full) +
-        " of cache for one sequence of its " + std::to_string(context) +
-        "-token context, more than the memory budget of " + mib(budget_) +
-        " (raise the budget or lower the context size)");
+    throw MemoryAdmissionError("the model needs " + mib(weights_) + " of weights and " + mib(full) +
+                               " of cache for one sequence of its " + std::to_string(context) +
+                               "-token context, more than the memory budget of " + mib(budget_) +
+                               " (raise the budget or lower the context size)");
 }
 
 std::size_t MemoryAdmission::sequence_bytes(int tokens) const {
@@ -43,12 +42,11 @@ int MemoryAdmission::fit_max_tokens(int prompt_tokens, int wanted) const {
   if (!limited()) return wanted;
   const std::size_t room = cache_room();
   if (sequence_bytes(prompt_tokens + 1) > room)
-    throw MemoryAdmissionError("the prompt's " + std::to_string(prompt_tokens) +
-                               " tokens and one generated token need " +
-                               std::to_string(sequence_bytes(prompt_tokens + 1)) +
-                               " bytes of cache; the memory budget of " +
-                               std::to_string(budget_) + " bytes leaves " + std::to_string(room) +
-                               " after " + std::to_string(weights_) + " bytes of weights");
+    throw MemoryAdmissionError(
+        "the prompt's " + std::to_string(prompt_tokens) + " tokens and one generated token need " +
+        std::to_string(sequence_bytes(prompt_tokens + 1)) +
+        " bytes of cache; the memory budget of " + std::to_string(budget_) + " bytes leaves " +
+        std::to_string(room) + " after " + std::to_string(weights_) + " bytes of weights");
   // The largest n <= wanted with the sequence's caches within the room.
   int low = 1, high = wanted;
   while (low < high) {

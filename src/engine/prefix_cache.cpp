@@ -23,7 +23,7 @@ CacheList clone_cache_list(const CacheList& caches) {
 }
 
 std::optional<PrefixCache::Hit> PrefixCache::lookup(const std::vector<int>& prompt,
-                                                   const std::string& signature) {
+                                                    const std::string& signature) {
   // A linear scan: entries number in the tens to hundreds, and comparing
   // token ids costs far less than prefilling a single token.
   if (prompt.size() < 2) return std::nullopt;

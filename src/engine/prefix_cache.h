@@ -23,8 +23,8 @@ class PrefixCache {
       : byte_cap_(byte_cap), max_entries_(max_entries) {}
 
   struct Hit {
-    int tokens = 0;     // prompt tokens the caches hold
-    CacheList caches;   // clones, trimmed to `tokens`
+    int tokens = 0;    // prompt tokens the caches hold
+    CacheList caches;  // clones, trimmed to `tokens`
   };
   // The longest usable cached prefix of `prompt`, shorter than the prompt
   // (its last token is always computed again: it yields the first logits).

@@ -134,8 +134,7 @@ void Scheduler::step() {
     prefilling_ = std::move(still_prefilling);
     if (!starting_.empty()) {
       const int decoding_before = static_cast<int>(decoding_.size());
-      const auto phases =
-          phases_ ? phases_->start_decoding(starting_rows) : std::vector<int>{};
+      const auto phases = phases_ ? phases_->start_decoding(starting_rows) : std::vector<int>{};
       const auto kept = decode(starting_, /*first_step=*/true, phases);
       for (auto& sequence : starting_) decoding_.push_back(std::move(sequence));
       starting_.clear();
@@ -186,11 +185,11 @@ void Scheduler::admit() {
     else
       sequence->start(runtime_.model().make_caches(), 0);
     const auto& request = sequence->request();
-    sequence->reserved_bytes = admission_.limited()
-                                   ? admission_.sequence_bytes(
-                                         static_cast<int>(request.prompt_ids.size()) +
-                                         request.options.max_tokens)
-                                   : 0;
+    sequence->reserved_bytes =
+        admission_.limited()
+            ? admission_.sequence_bytes(static_cast<int>(request.prompt_ids.size()) +
+                                        request.options.max_tokens)
+            : 0;
     reserved_bytes_ += sequence->reserved_bytes;
     prefilling_.push_back(std::move(sequence));
     if (phases_) phases_->admit(1);
@@ -200,28 +199,27 @@ void Scheduler::admit() {
 bool Scheduler::fits(const Sequence& sequence) {
   if (!admission_.limited()) return true;
   const auto& request = sequence.request();
-  const std::size_t need = admission_.sequence_bytes(
-      static_cast<int>(request.prompt_ids.size()) + request.options.max_tokens);
+  const std::size_t need = admission_.sequence_bytes(static_cast<int>(request.prompt_ids.size()) +
+                                                     request.options.max_tokens);
   const std::size_t room = admission_.cache_room();
   if (reserved_bytes_ + need > room) return false;  // waits for running sequences to finish
   prefix_cache_.shrink_to(room - reserved_bytes_ - need);
   return true;
 }
 
-mx::array Scheduler::forward(const mx::array& tokens,
-                             std::vector<std::unique_ptr<Sequence>>& rows,
+mx::array Scheduler::forward(const mx::array& tokens, std::vector<std::unique_ptr<Sequence>>& rows,
                              const std::vector<int>& phases) {
   if (rows.size() == 1 && phases.empty())
     return runtime_.model().forward(tokens, rows.front()->caches());
   ForwardBatch batch;
   for (std::size_t b = 0; b < rows.size(); ++b)
-    batch.rows.push_back({&rows[b]->caches(),
-                          phases.empty() ? std::nullopt : std::optional<int>(phases[b])});
+    batch.rows.push_back(
+        {&rows[b]->caches(), phases.empty() ? std::nullopt : std::optional<int>(phases[b])});
   return runtime_.model().forward_batch(tokens, batch);
 }
 
 std::vector<int> Scheduler::decode(std::vector<std::unique_ptr<Sequence>>& rows, bool first_step,
-                                  const std::vector<int>& phases) {
+                                   const std::vector<int>& phases) {
   const int batch = static_cast<int>(rows.size());
   std::vector<mx::array> inputs;
   for (auto& row : rows) {
@@ -244,9 +242,9 @@ std::vector<int> Scheduler::decode(std::vector<std::unique_ptr<Sequence>>& rows,
   std::vector<std::pair<mx::array, mx::array>> sampled;
   std::vector<mx::array> outputs;
   for (int b = 0; b < batch; ++b) {
-    auto row_logits = batch == 1 ? mx::reshape(logits, {1, vocab})
-                                 : mx::reshape(mx::slice(logits, {b, 0, 0}, {b + 1, 1, vocab}),
-                                               {1, vocab});
+    auto row_logits =
+        batch == 1 ? mx::reshape(logits, {1, vocab})
+                   : mx::reshape(mx::slice(logits, {b, 0, 0}, {b + 1, 1, vocab}), {1, vocab});
     sampled.push_back(rows[b]->sample(row_logits));
     outputs.push_back(sampled.back().first);
     outputs.push_back(sampled.back().second);
@@ -256,8 +254,8 @@ std::vector<int> Scheduler::decode(std::vector<std::unique_ptr<Sequence>>& rows,
   for (int b = 0; b < batch; ++b) {
     auto& row = rows[b];
     row->schedule(std::move(sampled[b]));
-    const bool finished = first_step ? row->request().options.max_tokens == 0
-                                     : !row->deliver_fed_token();
+    const bool finished =
+        first_step ? row->request().options.max_tokens == 0 : !row->deliver_fed_token();
     if (finished)
       retire(std::move(row));
     else
@@ -271,7 +269,8 @@ void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
   // Each row's chunk on its own, as a batch of one would prefill it (one
   // forward for all would only pad them to one length).
   std::vector<int> lengths;
-  for (auto& row : rows) lengths.push_back(std::min(prefill_chunk_, row->prompt_tokens_left_to_prefill()));
+  for (auto& row : rows)
+    lengths.push_back(std::min(prefill_chunk_, row->prompt_tokens_left_to_prefill()));
   if (phases_) phases_->prefill(lengths);
   for (auto& row : rows) {
     const auto chunk = row->take_prefill_chunk(prefill_chunk_);

@@ -156,7 +156,8 @@ std::vector<int> Sequence::finish() {
     if (!tail.text.empty()) emit(tail);
   }
   stats.prompt_tokens = static_cast<int>(request_.prompt_ids.size()) - cached_prompt_tokens_;
-  if (!stats.fed_ids.empty()) stats.generation_seconds = seconds_between(first_token_time_, Clock::now());
+  if (!stats.fed_ids.empty())
+    stats.generation_seconds = seconds_between(first_token_time_, Clock::now());
   stats.peak_memory_bytes = mx::get_peak_memory();
   if (stops_.matched() || finish_reason_ == FinishReason::stop) {
     result_.finish_reason = "stop";

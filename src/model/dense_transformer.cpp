@@ -59,11 +59,10 @@ mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array 
     mode = "array";
     mask_array = mask.mask;
   }
-  return kernels == KernelMode::fast
-             ? kernels::attention_fast(rotated, all_keys, all_values, scale, mode == "causal",
-                                       mask_array)
-             : mx::fast::scaled_dot_product_attention(rotated, all_keys, all_values, scale, mode,
-                                                      mask_array);
+  return kernels == KernelMode::fast ? kernels::attention_fast(rotated, all_keys, all_values, scale,
+                                                               mode == "causal", mask_array)
+                                     : mx::fast::scaled_dot_product_attention(
+                                           rotated, all_keys, all_values, scale, mode, mask_array);
 }
 
 mx::array Attention::output(const mx::array& attended) const {

@@ -22,7 +22,7 @@ struct LayerRows {
   const ForwardBatch& batch;
   std::size_t layer;
   const std::vector<AttentionMask>& masks;  // per row
-  bool sliding = false;                      // a sliding-window layer
+  bool sliding = false;                     // a sliding-window layer
   KvCache& cache(std::size_t row) const { return *(*batch.rows[row].caches)[layer]; }
 };
 

@@ -149,8 +149,8 @@ struct RowSlot {
 // kernels compute each row as they would alone); rope, the cache write
 // and attention run row by row on each row's own storage, the token
 // written at its position.
-void run_step(const Plan& p, const StepTypes& types, const mx::array& x,
-              std::vector<RowSlot>& rows, mx::array& out) {
+void run_step(const Plan& p, const StepTypes& types, const mx::array& x, std::vector<RowSlot>& rows,
+              mx::array& out) {
   const int batch = x.shape(0), hidden = x.shape(-1), D = p.head_dim;
   auto normed = eager::allocated_array(x.shape(), types.normed);
   eager::rms_norm(x, p.input_norm.weight, p.input_norm.eps, normed);
@@ -158,10 +158,10 @@ void run_step(const Plan& p, const StepTypes& types, const mx::array& x,
   // [B, heads, 1, D] is [B, 1, heads * D] in memory: the projections write
   // the heads' layout directly.
   std::vector<mx::array> qkv;
-  project(normed, {&p.q, &p.k, &p.v},
-          {{batch, p.num_heads, 1, D}, {batch, p.num_kv_heads, 1, D},
-           {batch, p.num_kv_heads, 1, D}},
-          qkv);
+  project(
+      normed, {&p.q, &p.k, &p.v},
+      {{batch, p.num_heads, 1, D}, {batch, p.num_kv_heads, 1, D}, {batch, p.num_kv_heads, 1, D}},
+      qkv);
   auto queries = head_norm(p.q_norm, qkv[0], types.q_normed);
   auto keys = head_norm(p.k_norm, qkv[1], types.k_normed);
   auto attended = eager::allocated_array({batch, 1, p.num_heads * D}, types.attended);
@@ -180,9 +180,8 @@ void run_step(const Plan& p, const StepTypes& types, const mx::array& x,
     auto row_keys = rotated(p, row_of(keys, b), slot.position);
     eager::write_sequence_row(row_keys, slot.keys, slot.position);
     eager::write_sequence_row(row_of(qkv[2], b), slot.values, slot.position);
-    auto row_attended = batch == 1 ? attended
-                                   : eager::allocated_array({1, 1, p.num_heads * D},
-                                                            types.attended);
+    auto row_attended =
+        batch == 1 ? attended : eager::allocated_array({1, 1, p.num_heads * D}, types.attended);
     eager::attention(row_queries, slot.keys, slot.values, p.attention_scale, slot.position + 1,
                      row_attended);
     if (batch > 1) eager::store_batch_row(row_attended, attended, b);
@@ -377,11 +376,11 @@ std::optional<mx::array> FusedDecodeBlock::operator()(const mx::array& x,
     positions.push_back(slot.position);
     copies.push_back(slot.copy);
   }
-  auto outputs = mx::array::make_arrays(
-      std::move(shapes), std::move(dtypes),
-      std::make_shared<FusedDecodeStep>(stream, plan_, types, std::move(positions),
-                                        std::move(copies)),
-      std::move(inputs));
+  auto outputs =
+      mx::array::make_arrays(std::move(shapes), std::move(dtypes),
+                             std::make_shared<FusedDecodeStep>(
+                                 stream, plan_, types, std::move(positions), std::move(copies)),
+                             std::move(inputs));
   for (int b = 0; b < batch; ++b) caches[b]->commit_decode(outputs[1 + 2 * b], outputs[2 + 2 * b]);
   return outputs[0];
 }

@@ -149,7 +149,8 @@ void EngineThread::run_loop() {
     bool stopping = false;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [this] { return stop_requested_ || !queue_.empty() || !running_.empty(); });
+      changed_.wait(lock,
+                    [this] { return stop_requested_ || !queue_.empty() || !running_.empty(); });
       incoming.swap(queue_);
       running_count_ += incoming.size();
       stopping = stop_requested_;

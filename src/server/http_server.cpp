@@ -21,7 +21,7 @@ thread_local std::string log_detail;
 
 const std::array<std::string, 8> kRouteLabels = {
     "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/tokenize",
-    "/detokenize",          "/metrics",          "/stats"};
+    "/detokenize",          "/metrics",        "/stats"};
 
 // A bounded label for metrics: the route, or "other" (unknown paths must not
 // create one time series each).

@@ -88,8 +88,7 @@ nlohmann::ordered_json stats_body(const EngineLoad& load) {
             {"weight_bytes", s.weight_bytes},
             {"kv_cache_bytes", s.kv_bytes},
             {"kv_cache_reserved_bytes", s.kv_reserved_bytes}}},
-          {"prefix_cache",
-           {{"bytes", s.prefix_cache_bytes}, {"entries", s.prefix_cache_entries}}}};
+          {"prefix_cache", {{"bytes", s.prefix_cache_bytes}, {"entries", s.prefix_cache_entries}}}};
 }
 
 }  // namespace mlx_cpp::server

@@ -27,8 +27,7 @@ void register_routes(httplib::Server& http, RouteContext& context) {
             }));
   http.Get("/metrics",
            guarded([ctx](const auto&, auto& response) { handle_metrics(*ctx, response); }));
-  http.Get("/stats",
-           guarded([ctx](const auto&, auto& response) { handle_stats(*ctx, response); }));
+  http.Get("/stats", guarded([ctx](const auto&, auto& response) { handle_stats(*ctx, response); }));
 }
 
 }  // namespace mlx_cpp::server

@@ -46,8 +46,7 @@ TEST_P(BatchGeneratorParity, StaggeredScenarioIsBitExact) {
   SchedulerOptions options;
   options.prefill_batch = scenario["prefill_batch_size"].get<int>();
   // mlx-lm decodes at least a prefill batch's worth of rows.
-  options.max_batch =
-      std::max(scenario["completion_batch_size"].get<int>(), options.prefill_batch);
+  options.max_batch = std::max(scenario["completion_batch_size"].get<int>(), options.prefill_batch);
   options.prefill_chunk = scenario["prefill_step_size"].get<int>();
   const int late_uid = static_cast<int>(goldens["rows"].size()) - 1;
   std::vector<testing::ScriptedRequest> requests;

@@ -10,8 +10,7 @@
 namespace mlx_cpp::testing {
 namespace mx = mlx::core;
 
-std::vector<RequestTrace> run_scripted(const ModelRuntime& runtime,
-                                       const SchedulerOptions& options,
+std::vector<RequestTrace> run_scripted(const ModelRuntime& runtime, const SchedulerOptions& options,
                                        const std::vector<ScriptedRequest>& requests,
                                        Scheduler* shared) {
   std::unique_ptr<Scheduler> own;
@@ -66,8 +65,7 @@ std::vector<RequestTrace> run_alone(const ModelRuntime& runtime, const Scheduler
 }
 
 std::string compare_traces(const RequestTrace& actual, const RequestTrace& expected) {
-  if (actual.result.completion_ids != expected.result.completion_ids)
-    return "tokens differ";
+  if (actual.result.completion_ids != expected.result.completion_ids) return "tokens differ";
   if (actual.result.finish_reason != expected.result.finish_reason)
     return "finish reasons differ: " + actual.result.finish_reason + " vs " +
            expected.result.finish_reason;

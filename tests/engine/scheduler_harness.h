@@ -25,8 +25,7 @@ struct RequestTrace {
 };
 
 // Runs until every request has finished; throws if one fails.
-std::vector<RequestTrace> run_scripted(const ModelRuntime& runtime,
-                                       const SchedulerOptions& options,
+std::vector<RequestTrace> run_scripted(const ModelRuntime& runtime, const SchedulerOptions& options,
                                        const std::vector<ScriptedRequest>& requests,
                                        Scheduler* scheduler = nullptr);
 

@@ -5,12 +5,13 @@
 // path: a scheduler of one row is mlx-lm's generate_step (its goldens). The
 // prefix cache: two clients taking turns both keep their conversation, with
 // exact cached token counts, and a cached turn answers as a cold one does.
+#include "engine/scheduler.h"
+
 #include <gtest/gtest.h>
 #include <mlx/ops.h>
 #include <mlx/transforms.h>
 
 #include "../model/golden_case.h"
-#include "engine/scheduler.h"
 #include "io/error.h"
 #include "scheduler_harness.h"
 

@@ -45,7 +45,13 @@ from mlx_lm.generate import (  # noqa: E402
 from mlx_lm.models.cache import BatchKVCache, BatchRotatingKVCache  # noqa: E402
 from mlx_lm.utils import load_model  # noqa: E402
 
-from model_goldens import ARCHITECTURES, QUANTIZATIONS, VOCAB, build_checkpoint  # noqa: E402
+from model_goldens import (  # noqa: E402
+    ARCHITECTURES,
+    QUANTIZATIONS,
+    VOCAB,
+    build_checkpoint,
+    checkpoint_seed,
+)
 
 CASE_QUANTIZATIONS = ("bf16", "q4")
 
@@ -65,9 +71,6 @@ SCENARIO = dict(
 MAX_CALLS = 200
 
 
-def checkpoint_seed(index):
-    """The seed model_goldens builds the index-th architecture with."""
-    return 100 * index + 7
 
 
 def cache_state(cache):

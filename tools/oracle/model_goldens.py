@@ -87,6 +87,12 @@ SAMPLING = [
 ]
 
 
+def checkpoint_seed(index):
+    """The seed of the index-th architecture's checkpoints (batch_goldens
+    builds the same ones)."""
+    return 100 * index + 7
+
+
 def randomize(model, seed):
     """Random weights, deterministic per case, scaled like a trained network
     (unit-variance activations, norms around 1 so they matter): a badly
@@ -200,7 +206,7 @@ def main():
         for quant_name in QUANTIZATIONS:
             if only and f"{arch}_{quant_name}" not in only:
                 continue
-            cases.append(make_case(args.out, arch, quant_name, config, 100 * index + 7,
+            cases.append(make_case(args.out, arch, quant_name, config, checkpoint_seed(index),
                                    QUANTIZATIONS[quant_name]))
             print("wrote", cases[-1], flush=True)
     arch, quant_name, quant = FLOAT32_CASE
