@@ -122,7 +122,6 @@ void run_serve(const ServeArguments& args) {
   StopSignal stop_signal;
   const RuntimeOptions options{args.context_size, parse_kernel_mode(args.kernels)};
   auto scheduling = args.scheduling;
-  scheduling.prefill_batch = scheduling.max_batch;
   // A quarter of the memory free at start-up, as the prefix cache's default.
   scheduling.prompt_cache_bytes = parse_bytes("--prompt-cache-bytes", args.prompt_cache_bytes,
                                               meminfo_bytes("MemAvailable") / 4);
@@ -193,6 +192,15 @@ void register_serve_command(CLI::App& app) {
   command
       ->add_option("--max-batch", args->scheduling.max_batch,
                    "Sequences generating at once (1: one request after another)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  // One prompt prefilled at a time by default: prompts are prefilled row by
+  // row anyway, so more at once only delays the first of them, and every
+  // step then holds at most one chunk of prompt tokens.
+  args->scheduling.prefill_batch = 1;
+  command
+      ->add_option("--prefill-batch", args->scheduling.prefill_batch,
+                   "Prompts prefilled at once, a chunk each per step")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   command
