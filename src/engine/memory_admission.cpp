@@ -20,10 +20,7 @@ MemoryAdmission::MemoryAdmission(const LanguageModel& model, std::size_t budget,
   if (!limited()) return;
   probe_ = model.make_caches();
   model.forward(mx::zeros({1, 1}, mx::int32), probe_);
-  std::vector<mx::array> state;
-  for (const auto& cache : probe_)
-    for (auto& array : cache->state()) state.push_back(array);
-  mx::eval(state);
+  evaluate_cache_state(probe_);
   const std::size_t full = sequence_bytes(context);
   if (weights_ + full > budget_)
     throw MemoryAdmissionError("the model needs " + mib(weights_) + " of weights and " + mib(full) +

@@ -4,24 +4,6 @@
 
 namespace mlx_cpp {
 
-std::string cache_list_signature(const CacheList& caches) {
-  std::string signature;
-  for (const auto& cache : caches) signature += cache->signature() + ";";
-  return signature;
-}
-
-std::size_t cache_list_bytes(const CacheList& caches) {
-  std::size_t bytes = 0;
-  for (const auto& cache : caches) bytes += cache->byte_size();
-  return bytes;
-}
-
-CacheList clone_cache_list(const CacheList& caches) {
-  CacheList clones;
-  for (const auto& cache : caches) clones.push_back(cache->clone());
-  return clones;
-}
-
 std::optional<PrefixCache::Hit> PrefixCache::lookup(const std::vector<int>& prompt,
                                                     const std::string& signature) {
   // A linear scan: entries number in the tens to hundreds, and comparing
@@ -61,8 +43,7 @@ void PrefixCache::insert(std::vector<int> tokens, CacheList caches) {
   }
   Entry entry;
   entry.tokens = std::move(tokens);
-  entry.trimmable = std::all_of(caches.begin(), caches.end(),
-                                [](const auto& cache) { return cache->is_trimmable(); });
+  entry.trimmable = all_trimmable(caches);
   entry.signature = cache_list_signature(caches);
   entry.bytes = cache_list_bytes(caches);
   entry.caches = std::move(caches);

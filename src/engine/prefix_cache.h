@@ -58,9 +58,4 @@ class PrefixCache {
   std::list<Entry> entries_;  // most recently used first
 };
 
-// The signature of a cache list: every layer's, in order.
-std::string cache_list_signature(const CacheList& caches);
-std::size_t cache_list_bytes(const CacheList& caches);
-CacheList clone_cache_list(const CacheList& caches);
-
 }  // namespace mlx_cpp

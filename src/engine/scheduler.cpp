@@ -12,19 +12,6 @@ namespace mlx_cpp {
 namespace mx = mlx::core;
 namespace {
 
-void evaluate_caches(const std::vector<CacheList*>& lists) {
-  std::vector<mx::array> state;
-  for (const auto* caches : lists)
-    for (const auto& cache : *caches)
-      for (auto& array : cache->state()) state.push_back(array);
-  mx::eval(state);
-}
-
-bool all_trimmable(const CacheList& caches) {
-  return std::all_of(caches.begin(), caches.end(),
-                     [](const auto& cache) { return cache->is_trimmable(); });
-}
-
 // Steps between releases of MLX's buffer cache, as generate_tokens does
 // every 256 tokens.
 constexpr int kClearCacheSteps = 256;
@@ -277,7 +264,7 @@ void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
     if (chunk.empty()) continue;
     auto tokens = mx::array(chunk.data(), {1, static_cast<int>(chunk.size())}, mx::int32);
     runtime_.model().forward(tokens, row->caches());
-    evaluate_caches({&row->caches()});
+    evaluate_cache_state(row->caches());
   }
   mx::clear_cache();
 }

@@ -23,13 +23,6 @@ mx::array as_ids(const std::vector<int>& ids) {
   return mx::array(ids.data(), {static_cast<int>(ids.size())}, mx::int32);
 }
 
-void evaluate_caches(const CacheList& caches) {
-  std::vector<mx::array> state;
-  for (const auto& cache : caches)
-    for (auto& array : cache->state()) state.push_back(array);
-  mx::eval(state);
-}
-
 }  // namespace
 
 double GenerationStats::prompt_tokens_per_second() const {
@@ -81,7 +74,7 @@ GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
     const size_t count = std::min<size_t>(options.prefill_step_size, prompt.size() - processed - 1);
     std::vector<int> chunk(prompt.begin() + processed, prompt.begin() + processed + count);
     model.forward(mx::expand_dims(as_ids(chunk), 0), caches);
-    evaluate_caches(caches);
+    evaluate_cache_state(caches);
     tokens.insert(tokens.end(), chunk.begin(), chunk.end());
     processed += count;
     mx::clear_cache();

@@ -1,6 +1,7 @@
 #include "model/kv_cache.h"
 
 #include <mlx/ops.h>
+#include <mlx/transforms.h>
 
 #include <algorithm>
 
@@ -278,6 +279,38 @@ std::vector<mx::array> RotatingKvCache::state() const {
 
 std::unique_ptr<KvCache> RotatingKvCache::clone() const {
   return std::make_unique<RotatingKvCache>(*this);
+}
+
+// ---- Cache lists -----------------------------------------------------------
+
+void evaluate_cache_state(const CacheList& caches) {
+  std::vector<mx::array> state;
+  for (const auto& cache : caches)
+    for (auto& array : cache->state()) state.push_back(array);
+  mx::eval(state);
+}
+
+bool all_trimmable(const CacheList& caches) {
+  return std::all_of(caches.begin(), caches.end(),
+                     [](const auto& cache) { return cache->is_trimmable(); });
+}
+
+std::string cache_list_signature(const CacheList& caches) {
+  std::string signature;
+  for (const auto& cache : caches) signature += cache->signature() + ";";
+  return signature;
+}
+
+size_t cache_list_bytes(const CacheList& caches) {
+  size_t bytes = 0;
+  for (const auto& cache : caches) bytes += cache->byte_size();
+  return bytes;
+}
+
+CacheList clone_cache_list(const CacheList& caches) {
+  CacheList clones;
+  for (const auto& cache : caches) clones.push_back(cache->clone());
+  return clones;
 }
 
 }  // namespace mlx_cpp

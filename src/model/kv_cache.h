@@ -153,4 +153,13 @@ mlx::core::array causal_mask(int length, int offset, std::optional<int> window_s
 
 using CacheList = std::vector<std::unique_ptr<KvCache>>;
 
+// What holds for a whole list of per-layer caches (one sequence's).
+// Evaluates every cache's state (after a prefill chunk).
+void evaluate_cache_state(const CacheList& caches);
+bool all_trimmable(const CacheList& caches);
+// Every layer's signature, in order.
+std::string cache_list_signature(const CacheList& caches);
+size_t cache_list_bytes(const CacheList& caches);
+CacheList clone_cache_list(const CacheList& caches);
+
 }  // namespace mlx_cpp
