@@ -10,9 +10,7 @@ namespace mlx_cpp {
 
 std::unique_ptr<ModelRuntime> ModelRuntime::open(const std::filesystem::path& directory,
                                                  const RuntimeOptions& options) {
-  std::unique_ptr<ModelRuntime> runtime(new ModelRuntime());
-  runtime->loaded_ = load_model(directory, {options.kernels});
-  runtime->kernels_ = options.kernels;
+  auto runtime = for_token_ids(load_model(directory, {options.kernels}), options);
   runtime->tokenizer_ = Tokenizer::from_directory(directory);
   // The template and its special tokens come from the same loader the
   // `template` command uses, so both render the same prompt.
@@ -26,12 +24,8 @@ std::unique_ptr<ModelRuntime> ModelRuntime::open(const std::filesystem::path& di
                                     ? read_json_file(generation_path)
                                     : nlohmann::json::object();
   // As mlx-lm: the config's EOS ids, or the tokenizer's when it has none.
-  runtime->eos_token_ids_ = runtime->loaded_.eos_token_ids;
   if (runtime->eos_token_ids_.empty() && runtime->tokenizer_->eos_token_id())
     runtime->eos_token_ids_.push_back(*runtime->tokenizer_->eos_token_id());
-  const auto& config = runtime->loaded_.config;
-  int model_context = config.value("max_position_embeddings", 4096);
-  runtime->context_size_ = options.context_size > 0 ? options.context_size : model_context;
   return runtime;
 }
 

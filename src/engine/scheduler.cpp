@@ -163,7 +163,9 @@ void Scheduler::reap_cancelled() {
 void Scheduler::admit() {
   const int room = std::min(options_.prefill_batch - static_cast<int>(prefilling_.size()),
                             options_.max_batch - static_cast<int>(decoding_.size()));
-  for (int i = 0; i < room && !waiting_.empty() && fits(*waiting_.front()); ++i) {
+  for (int i = 0; i < room && !waiting_.empty(); ++i) {
+    const auto reserved = reservation(*waiting_.front());
+    if (!reserved) break;  // waits for running sequences to finish
     auto sequence = std::move(waiting_.front());
     waiting_.pop_front();
     auto hit = prefix_cache_.lookup(sequence->prompt(), signature_);
@@ -171,27 +173,22 @@ void Scheduler::admit() {
       sequence->start(std::move(hit->caches), hit->tokens);
     else
       sequence->start(runtime_.model().make_caches(), 0);
-    const auto& request = sequence->request();
-    sequence->reserved_bytes =
-        admission_.limited()
-            ? admission_.sequence_bytes(static_cast<int>(request.prompt_ids.size()) +
-                                        request.options.max_tokens)
-            : 0;
-    reserved_bytes_ += sequence->reserved_bytes;
+    sequence->reserved_bytes = *reserved;
+    reserved_bytes_ += *reserved;
     prefilling_.push_back(std::move(sequence));
     if (phases_) phases_->admit(1);
   }
 }
 
-bool Scheduler::fits(const Sequence& sequence) {
-  if (!admission_.limited()) return true;
+std::optional<std::size_t> Scheduler::reservation(const Sequence& sequence) {
+  if (!admission_.limited()) return 0;
   const auto& request = sequence.request();
   const std::size_t need = admission_.sequence_bytes(static_cast<int>(request.prompt_ids.size()) +
                                                      request.options.max_tokens);
   const std::size_t room = admission_.cache_room();
-  if (reserved_bytes_ + need > room) return false;  // waits for running sequences to finish
+  if (reserved_bytes_ + need > room) return std::nullopt;
   prefix_cache_.shrink_to(room - reserved_bytes_ - need);
-  return true;
+  return need;
 }
 
 mx::array Scheduler::forward(const mx::array& tokens, std::vector<std::unique_ptr<Sequence>>& rows,
@@ -255,16 +252,18 @@ std::vector<int> Scheduler::decode(std::vector<std::unique_ptr<Sequence>>& rows,
 void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
   // Each row's chunk on its own, as a batch of one would prefill it (one
   // forward for all would only pad them to one length).
+  std::vector<std::vector<int>> chunks;
   std::vector<int> lengths;
-  for (auto& row : rows)
-    lengths.push_back(std::min(prefill_chunk_, row->prompt_tokens_left_to_prefill()));
-  if (phases_) phases_->prefill(lengths);
   for (auto& row : rows) {
-    const auto chunk = row->take_prefill_chunk(prefill_chunk_);
-    if (chunk.empty()) continue;
-    auto tokens = mx::array(chunk.data(), {1, static_cast<int>(chunk.size())}, mx::int32);
-    runtime_.model().forward(tokens, row->caches());
-    evaluate_cache_state(row->caches());
+    chunks.push_back(row->take_prefill_chunk(prefill_chunk_));
+    lengths.push_back(static_cast<int>(chunks.back().size()));
+  }
+  if (phases_) phases_->prefill(lengths);
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    if (chunks[b].empty()) continue;
+    auto tokens = mx::array(chunks[b].data(), {1, lengths[b]}, mx::int32);
+    runtime_.model().forward(tokens, rows[b]->caches());
+    evaluate_cache_state(rows[b]->caches());
   }
   mx::clear_cache();
 }

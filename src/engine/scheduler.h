@@ -83,8 +83,9 @@ class Scheduler {
   void prefill(std::vector<std::unique_ptr<Sequence>>& rows);
   void retire(std::unique_ptr<Sequence> sequence);
 
-  // Admits waiting sequences while their reservation fits.
-  bool fits(const Sequence& sequence);
+  // The memory to reserve for a waiting sequence, nullopt while it does
+  // not fit (the prefix cache is evicted to make room).
+  std::optional<std::size_t> reservation(const Sequence& sequence);
 
   const ModelRuntime& runtime_;
   SchedulerOptions options_;

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 
-#include "kernels/kernels.h"
-
 namespace mlx_cpp {
 namespace mx = mlx::core;
 namespace {
@@ -85,9 +83,7 @@ std::pair<mx::array, mx::array> Sequence::sample(const mx::array& logits) {
     if (pending_token_) history_.push_back(pending_token_->item<int>());
     processed = apply_logits_processors(processed, history_, request_.options.penalties);
   }
-  auto logprobs = request_.options.kernels == KernelMode::fast
-                      ? kernels::log_softmax_fast(processed)
-                      : mx::subtract(processed, mx::logsumexp(processed, /*keepdims=*/true));
+  auto logprobs = step_logprobs(processed, request_.options.kernels);
   return {sampler_(logprobs), mx::squeeze(logprobs, 0)};
 }
 

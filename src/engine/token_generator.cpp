@@ -25,6 +25,12 @@ mx::array as_ids(const std::vector<int>& ids) {
 
 }  // namespace
 
+mx::array step_logprobs(const mx::array& logits, KernelMode kernels) {
+  return kernels == KernelMode::fast
+             ? kernels::log_softmax_fast(logits)
+             : mx::subtract(logits, mx::logsumexp(logits, /*keepdims=*/true));
+}
+
 double GenerationStats::prompt_tokens_per_second() const {
   return prompt_seconds > 0 ? prompt_tokens / prompt_seconds : 0;
 }
@@ -61,9 +67,7 @@ GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
     logits = mx::reshape(mx::slice(logits, {0, length - 1, 0}, {1, length, vocab}), {1, vocab});
     if (penalize) logits = apply_logits_processors(logits, tokens, options.penalties);
     if (observe_logits) observe_logits(logits);
-    auto logprobs = options.kernels == KernelMode::fast
-                        ? kernels::log_softmax_fast(logits)
-                        : mx::subtract(logits, mx::logsumexp(logits, /*keepdims=*/true));
+    auto logprobs = step_logprobs(logits, options.kernels);
     return std::pair{sampler(logprobs), mx::squeeze(logprobs, 0)};
   };
 

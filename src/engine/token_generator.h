@@ -59,6 +59,10 @@ struct GenerationStats {
   double generation_tokens_per_second() const;
 };
 
+// A step's logits [1, vocab] → log-probabilities: the own kernel on the
+// fast path, MLX's logits - logsumexp(logits) (as mlx-lm) on the stock one.
+mlx::core::array step_logprobs(const mlx::core::array& logits, KernelMode kernels);
+
 // Sees the logits of every step after the processors (tests use it to
 // compare with mlx-lm's own loop).
 using LogitsObserver = std::function<void(const mlx::core::array& logits)>;
