@@ -26,7 +26,13 @@ namespace {
 }  // namespace avx2
 
 const IsaKernels& avx2_kernels() {
-  static const IsaKernels kernels{"avx2", avx2::L, avx2::kPanelColumns, avx2::gemv, avx2::gemm};
+  static const IsaKernels kernels = [] {
+    IsaKernels table{"avx2", avx2::L, avx2::kPanelColumns, avx2::gemv, avx2::gemm};
+    table.gemv_int16_q4 = avx2_gemv_int16_q4;
+    table.gemv_int16_q6 = avx2_gemv_int16_q6;
+    table.gemv_int16_q8 = avx2_gemv_int16_q8;
+    return table;
+  }();
   return kernels;
 }
 

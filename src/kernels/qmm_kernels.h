@@ -201,6 +201,10 @@ const IsaKernels& avx2_kernels();
 const IsaKernels& avx512_kernels();
 
 #if defined(__x86_64__) || defined(__i386__)
+// The AVX2 gemv_int16_q4, _q6 and _q8 (vpmaddwd; qmm_avx2_int16.cpp).
+void avx2_gemv_int16_q4(const Problem& p, int n_begin, int n_end);
+void avx2_gemv_int16_q6(const Problem& p, int n_begin, int n_end);
+void avx2_gemv_int16_q8(const Problem& p, int n_begin, int n_end);
 // The AVX-512 VNNI gemv_int8 (int8_interleave 64, int8_k_align 128); the
 // AVX-512 table offers it where the CPU has VNNI.
 void avx512_vnni_gemv_int8(const Problem& p, int n_begin, int n_end);

@@ -269,7 +269,7 @@ mx::array int16_rounded(const mx::array& x, int group_size) {
 }
 
 // int16 activations: with 4-, 6- and 8-bit weights in decode shapes, on
-// the portable reference and on AVX-512 VNNI (6 bits: and VBMI), the
+// the portable reference, AVX2 and AVX-512 VNNI (6 bits: and VBMI), the
 // result is the float32 result on x rounded per group to int16, with the
 // bias term on the exact x (the only error is that rounding); every other
 // case (prefill shapes, SIMD levels without the kernel) is the float32
@@ -307,8 +307,9 @@ TEST(QuantizedMatmulFast, Int16ActivationsAreTheFloatResultOnRoundedX) {
             auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
                                               ActivationPrecision::int16);
             mx::eval(fast);
-            const bool simd_kernel = isa == Isa::avx512 && __builtin_cpu_supports("avx512vnni") &&
-                                     (bits != 6 || __builtin_cpu_supports("avx512vbmi"));
+            const bool simd_kernel =
+                isa == Isa::avx2 || (isa == Isa::avx512 && __builtin_cpu_supports("avx512vnni") &&
+                                     (bits != 6 || __builtin_cpu_supports("avx512vbmi")));
             const bool int16_kernel = M <= 4 && (isa == Isa::scalar || simd_kernel);
             std::ostringstream where;
             where << "isa=" << isa_name(isa) << " M=" << M << " K=" << K << " group=" << group_size
