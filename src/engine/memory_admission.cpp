@@ -15,8 +15,9 @@ std::string mib(std::size_t bytes) {
 
 }  // namespace
 
-MemoryAdmission::MemoryAdmission(const LanguageModel& model, std::size_t budget, int context)
-    : budget_(budget), weights_(model.weight_bytes()) {
+MemoryAdmission::MemoryAdmission(const LanguageModel& model, std::size_t budget, int context,
+                                 int prefill_chunk)
+    : budget_(budget), weights_(model.weight_bytes()), prefill_chunk_(prefill_chunk) {
   if (!limited()) return;
   probe_ = model.make_caches();
   model.forward(mx::zeros({1, 1}, mx::int32), probe_);
@@ -31,7 +32,7 @@ MemoryAdmission::MemoryAdmission(const LanguageModel& model, std::size_t budget,
 
 std::size_t MemoryAdmission::sequence_bytes(int tokens) const {
   std::size_t bytes = 0;
-  for (const auto& cache : probe_) bytes += cache->bytes_for_tokens(tokens);
+  for (const auto& cache : probe_) bytes += cache->bytes_for_tokens(tokens, prefill_chunk_);
   return bytes;
 }
 

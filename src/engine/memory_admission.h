@@ -17,7 +17,10 @@ class MemoryAdmission {
  public:
   // budget 0: no limit. Throws MemoryAdmissionError when the weights plus
   // one sequence of `context` tokens do not fit, naming both sizes.
-  MemoryAdmission(const LanguageModel& model, std::size_t budget, int context);
+  // Prompts are fed in chunks of at most `prefill_chunk` tokens (a
+  // sliding-window cache holds a chunk on top of its window).
+  MemoryAdmission(const LanguageModel& model, std::size_t budget, int context,
+                  int prefill_chunk = 1);
 
   bool limited() const { return budget_ > 0; }
   std::size_t budget() const { return budget_; }
@@ -34,6 +37,7 @@ class MemoryAdmission {
  private:
   std::size_t budget_;
   std::size_t weights_;
+  int prefill_chunk_;
   CacheList probe_;  // fresh caches after one token
 };
 

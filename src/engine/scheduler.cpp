@@ -18,16 +18,23 @@ constexpr int kClearCacheSteps = 256;
 
 }  // namespace
 
+namespace {
+
+int prefill_chunk_of(const ModelRuntime& runtime, const SchedulerOptions& options) {
+  if (options.prefill_chunk < 0) throw Error("prefill_chunk must be >= 0");
+  return options.prefill_chunk > 0 ? options.prefill_chunk : default_prefill_step(runtime.kernels());
+}
+
+}  // namespace
+
 Scheduler::Scheduler(const ModelRuntime& runtime, SchedulerOptions options)
     : runtime_(runtime),
       options_(options),
-      admission_(runtime.model(), options.memory_budget, runtime.context_size()),
+      prefill_chunk_(prefill_chunk_of(runtime, options)),
+      admission_(runtime.model(), options.memory_budget, runtime.context_size(), prefill_chunk_),
       prefix_cache_(options.prompt_cache_bytes, options.prompt_cache_entries) {
   if (options_.max_batch < 1) throw Error("max_batch must be at least 1");
   if (options_.prefill_batch < 1) throw Error("prefill_batch must be at least 1");
-  if (options_.prefill_chunk < 0) throw Error("prefill_chunk must be >= 0");
-  prefill_chunk_ =
-      options_.prefill_chunk > 0 ? options_.prefill_chunk : default_prefill_step(runtime.kernels());
   const auto caches = runtime.model().make_caches();
   signature_ = cache_list_signature(caches);
   std::optional<int> window;

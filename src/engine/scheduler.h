@@ -89,9 +89,9 @@ class Scheduler {
 
   const ModelRuntime& runtime_;
   SchedulerOptions options_;
+  int prefill_chunk_;  // before admission_, which counts a chunk's bytes
   MemoryAdmission admission_;
   std::size_t reserved_bytes_ = 0;  // of sequences prefilling or decoding
-  int prefill_chunk_;
   std::string signature_;  // of the caches the model makes
   // The stock path batching a model with sliding windows: where mlx-lm's
   // batched ring keeps each row's window.

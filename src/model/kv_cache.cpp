@@ -108,7 +108,8 @@ size_t StandardKvCache::byte_size() const {
   return keys_ ? keys_->nbytes() + values_->nbytes() : 0;
 }
 
-size_t StandardKvCache::bytes_for_tokens(int tokens) const {
+size_t StandardKvCache::bytes_for_tokens(int tokens, int /*prefill_chunk*/) const {
+  // Chunks land in the same step-grown buffer as single tokens.
   if (!keys_) return 0;
   const size_t per_token = byte_size() / keys_->shape(2);
   const size_t capacity = (static_cast<size_t>(tokens) + kStep - 1) / kStep * kStep;
@@ -263,13 +264,19 @@ size_t RotatingKvCache::byte_size() const {
   return keys_ ? keys_->nbytes() + values_->nbytes() : 0;
 }
 
-size_t RotatingKvCache::bytes_for_tokens(int tokens) const {
+size_t RotatingKvCache::bytes_for_tokens(int tokens, int prefill_chunk) const {
   if (!keys_) return 0;
   const size_t per_token = byte_size() / keys_->shape(2);
-  // Grown in steps up to the window (a prompt chunk adds its length on top
-  // for the chunk's duration).
+  // Single tokens grow the ring in steps up to the window; a prompt chunk
+  // is concatenated to the last max_size - 1 tokens (update_concat), so past
+  // the window a sequence briefly holds max_size - 1 + chunk tokens.
   const size_t capacity = (static_cast<size_t>(tokens) + kStep - 1) / kStep * kStep;
-  return per_token * std::min<size_t>(capacity, max_size_);
+  size_t held = std::min<size_t>(capacity, max_size_);
+  if (tokens > max_size_) {
+    const size_t chunk = static_cast<size_t>(std::max(prefill_chunk, 1));
+    held = std::max(held, std::min<size_t>(tokens, max_size_ - 1 + chunk));
+  }
+  return per_token * held;
 }
 
 std::vector<mx::array> RotatingKvCache::state() const {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <mlx/ops.h>
+#include <mlx/transforms.h>
 
 namespace mlx_cpp {
 namespace {
@@ -66,6 +67,38 @@ TEST(RotatingKvCache, MultiTokenUpdatesKeepWindowContextForEachToken) {
   EXPECT_EQ(cache.offset(), 8);
   auto mask = cache.make_mask(5, 4);
   ASSERT_EQ(mask.kind, AttentionMask::Kind::array);
+}
+
+// What admission reserves is the most the cache really held along the way:
+// a prompt fed in chunks past the window, then single tokens.
+TEST(RotatingKvCache, BytesForTokensCoverAChunkOnTopOfTheWindow) {
+  for (int chunk : {1, 5, 8, 40}) {
+    RotatingKvCache cache(16);
+    const int prompt = 40, generated = 20;
+    std::size_t most = 0;
+    for (int fed = 0; fed < prompt; fed += chunk) {
+      const int length = std::min(chunk, prompt - fed);
+      auto [keys, values] = cache.update_and_fetch(tokens(length), tokens(length));
+      mx::eval(keys, values);
+      most = std::max(most, cache.byte_size());
+    }
+    for (int i = 0; i < generated; ++i) {
+      auto [keys, values] = cache.update_and_fetch(tokens(1), tokens(1));
+      mx::eval(keys, values);
+      most = std::max(most, cache.byte_size());
+    }
+    const std::size_t per_token = 2u * 1 * 2 * 8 * 4;
+    // The prompt's first chunk alone (chunk 40) or window - 1 + chunk.
+    const std::size_t expected = per_token * std::min(prompt, 16 - 1 + std::max(chunk, 1));
+    EXPECT_EQ(most, std::max(expected, per_token * 16)) << "chunk " << chunk;
+    // Never less than was held; exact while a chunk is shorter than the
+    // prompt (the cache cannot tell prompt tokens from generated ones).
+    const std::size_t reserved = cache.bytes_for_tokens(prompt + generated, chunk);
+    EXPECT_GE(reserved, most) << "chunk " << chunk;
+    if (chunk < prompt) {
+      EXPECT_EQ(reserved, most) << "chunk " << chunk;
+    }
+  }
 }
 
 TEST(RotatingKvCache, TrimsOnlyInsideTheWindow) {
