@@ -22,7 +22,8 @@ namespace {
 
 int prefill_chunk_of(const ModelRuntime& runtime, const SchedulerOptions& options) {
   if (options.prefill_chunk < 0) throw Error("prefill_chunk must be >= 0");
-  return options.prefill_chunk > 0 ? options.prefill_chunk : default_prefill_step(runtime.kernels());
+  return options.prefill_chunk > 0 ? options.prefill_chunk
+                                   : default_prefill_step(runtime.kernels());
 }
 
 }  // namespace

@@ -92,7 +92,7 @@ class Scheduler {
   int prefill_chunk_;  // before admission_, which counts a chunk's bytes
   MemoryAdmission admission_;
   std::size_t reserved_bytes_ = 0;  // of sequences prefilling or decoding
-  std::string signature_;  // of the caches the model makes
+  std::string signature_;           // of the caches the model makes
   // The stock path batching a model with sliding windows: where mlx-lm's
   // batched ring keeps each row's window.
   std::optional<WindowPhaseTracker> phases_;

@@ -39,7 +39,8 @@ constexpr float kNibbleOffset = 128.0f;
 // Index of each lane's group among the groups starting at the chunk's first:
 // lane i starts at k = 4i, and group sizes are powers of two.
 __m512i lane_group_index(int group_shift) {
-  const __m512i lane_k = _mm512_set_epi32(60, 56, 52, 48, 44, 40, 36, 32, 28, 24, 20, 16, 12, 8, 4, 0);
+  const __m512i lane_k =
+      _mm512_set_epi32(60, 56, 52, 48, 44, 40, 36, 32, 28, 24, 20, 16, 12, 8, 4, 0);
   return _mm512_srl_epi32(lane_k, _mm_cvtsi32_si128(group_shift));
 }
 
@@ -107,11 +108,13 @@ void gemv_block(const Problem& p, int m0, int n, float* factors, float* result, 
         _mm_prefetch(reinterpret_cast<const char*>(packed[j] + c * kChunkBytes + Cols * row_bytes),
                      _MM_HINT_T0);
       }
-      const __m512i w = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(load_mask, packed[j] + c * kChunkBytes));
+      const __m512i w =
+          _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(load_mask, packed[j] + c * kChunkBytes));
       // (w & 0xF) | 0x4300 and (w >> 4) | 0x4300: 128 + each nibble.
       const __m512bh low = (__m512bh)_mm512_ternarylogic_epi32(w, nibble, offset_bits, 0xEA);
       const __m512bh high = (__m512bh)_mm512_or_si512(_mm512_srli_epi16(w, 4), offset_bits);
-      const __m512 lane_scale = _mm512_permutexvar_ps(group_index, _mm512_loadu_ps(scale[j] + group0));
+      const __m512 lane_scale =
+          _mm512_permutexvar_ps(group_index, _mm512_loadu_ps(scale[j] + group0));
       for (int r = 0; r < Rows; ++r) {
         __m512 dot = _mm512_dpbf16_ps(_mm512_setzero_ps(), low, x_even[r]);
         dot = _mm512_dpbf16_ps(dot, high, x_odd[r]);
@@ -145,18 +148,14 @@ void gemv_rows(const Problem& p, int m0, int n_begin, int n_end) {
   for_each_column_block<Rows>(n_begin, n_end, [&](auto cols, int n) {
     gemv_block<Rows, decltype(cols)::value>(p, m0, n, factors, result, columns, n_begin);
   });
-  for (int r = 0; r < Rows; ++r) {
-    std::size_t offset = static_cast<std::size_t>(m0 + r) * p.N + n_begin;
-    store_from_float(result + r * columns, columns, p.out, p.out_type, offset);
-  }
+  store_row_block(p, result, Rows, m0, n_begin, columns);
 }
 
 }  // namespace
 
 void avx512_bf16_gemv_q4(const Problem& p, int n_begin, int n_end) {
-  for_each_row_block(p.M, [&](auto rows, int m0) {
-    gemv_rows<decltype(rows)::value>(p, m0, n_begin, n_end);
-  });
+  for_each_row_block(
+      p.M, [&](auto rows, int m0) { gemv_rows<decltype(rows)::value>(p, m0, n_begin, n_end); });
 }
 
 }  // namespace mlx_cpp::kernels::qmm

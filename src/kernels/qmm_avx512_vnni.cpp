@@ -77,9 +77,9 @@ void gemv_rows(const Problem& p, int m0, int n_begin, int n_end) {
     for (int c = 0; c < chunks; ++c) {
       const int k0 = c * kChunkK;
       const int bytes = static_cast<int>(row_bytes) - c * kChunkBytes;
-      __m512i w = bytes >= kChunkBytes
-                      ? _mm512_loadu_si512(packed + c * kChunkBytes)
-                      : _mm512_maskz_loadu_epi8((__mmask64{1} << bytes) - 1, packed + c * kChunkBytes);
+      __m512i w = bytes >= kChunkBytes ? _mm512_loadu_si512(packed + c * kChunkBytes)
+                                       : _mm512_maskz_loadu_epi8((__mmask64{1} << bytes) - 1,
+                                                                 packed + c * kChunkBytes);
       const int group0 = k0 / p.group_size;
       const int chunk_groups = (kChunkK + p.group_size - 1) / p.group_size;
       const int valid_groups = groups - group0 < chunk_groups ? groups - group0 : chunk_groups;
@@ -113,12 +113,10 @@ void gemv_rows(const Problem& p, int m0, int n_begin, int n_end) {
         total[r] = _mm512_fmadd_ps(bias, sum, total[r]);
       }
     }
-    for (int r = 0; r < Rows; ++r) result[r * columns + (n - n_begin)] = _mm512_reduce_add_ps(total[r]);
+    for (int r = 0; r < Rows; ++r)
+      result[r * columns + (n - n_begin)] = _mm512_reduce_add_ps(total[r]);
   }
-  for (int r = 0; r < Rows; ++r) {
-    std::size_t offset = static_cast<std::size_t>(m0 + r) * p.N + n_begin;
-    store_from_float(result + r * columns, columns, p.out, p.out_type, offset);
-  }
+  store_row_block(p, result, Rows, m0, n_begin, columns);
 }
 
 template <int Bits, ScalarType Type>

@@ -52,6 +52,15 @@ void store_from_float(const float* src, int count, void* dst, ScalarType type, s
   }
 }
 
+void store_row_block(const Problem& p, const float* result, int rows, int m0, int n_begin,
+                     int columns) {
+  for (int r = 0; r < rows; ++r) {
+    const std::size_t offset = static_cast<std::size_t>(m0 + r) * p.N + n_begin;
+    store_from_float(result + static_cast<std::size_t>(r) * columns, columns, p.out, p.out_type,
+                     offset);
+  }
+}
+
 int quantized_value(const std::uint8_t* packed_row, int k, int bits) {
   switch (bits) {
     case 8:

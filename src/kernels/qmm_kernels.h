@@ -226,6 +226,10 @@ void avx512_vnni_gemv_int16_q4_rows(const Problem& p, int n_begin, int n_end);
 // Helpers the kernels share, compiled for the baseline ISA.
 void load_as_float(const void* src, ScalarType type, std::size_t offset, int count, float* dst);
 void store_from_float(const float* src, int count, void* dst, ScalarType type, std::size_t offset);
+// Writes a gemv's float block result[rows][columns] to output rows
+// [m0, m0 + rows), columns [n_begin, n_begin + columns).
+void store_row_block(const Problem& p, const float* result, int rows, int m0, int n_begin,
+                     int columns);
 // A per-thread buffer of at least `count` floats; `slot` tells apart the
 // buffers one kernel needs at the same time.
 float* thread_scratch(int slot, std::size_t count);
