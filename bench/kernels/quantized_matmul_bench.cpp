@@ -3,8 +3,8 @@
 // Qwen2.5-1.5B (K=1536 and K=8960; 4-bit, group 64), for one row (decode)
 // and 512 rows (prefill). bfloat16 activations and scales, as in the
 // published MLX checkpoints, plus two float32 shapes, the decode shapes
-// with 8-bit, bfloat16 and int16 activations, and the prefill shapes in
-// float16.
+// with 8-bit, bfloat16 and int16 activations (int16 also as batched
+// decode steps of 4 and 16 rows), and the prefill shapes in float16.
 #include <string>
 
 #include "bench_common.h"
@@ -55,7 +55,11 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
         auto w = random_input({shape.N, shape.K}, dtype, 0.05f, 1);
         auto q = mx::quantize(w, shape.group_size, shape.bits);
         mx::eval(q);
-        auto x = random_input({M, shape.K}, dtype, 1.0f, 2);
+        // Decode with int16 activations takes M > 1 as M sequences of one
+        // token each ([M, 1, K]: a batched decode step).
+        const bool batched = precision == ActivationPrecision::int16 && M > 1;
+        auto x = batched ? random_input({M, 1, shape.K}, dtype, 1.0f, 2)
+                         : random_input({M, shape.K}, dtype, 1.0f, 2);
         int g = shape.group_size, b = shape.bits;
         return OpPair{[=] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, g, b); },
                       [=] { return quantized_matmul_fast(x, q[0], q[1], q[2], g, b, precision, prefill); }};
@@ -74,6 +78,11 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
   for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int8);
   // The model's modes: int16 decode activations, float16 prefill.
   for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int16);
+  // Batched decode steps (B sequences of one token): what a row costs in a
+  // batch against alone.
+  for (int M : {4, 16}) {
+    for (const auto& shape : kShapes) register_shape(shape, M, mx::bfloat16, ActivationPrecision::int16);
+  }
   for (const auto& shape : kShapes) {
     register_shape(shape, 512, mx::bfloat16, ActivationPrecision::float32, PrefillArithmetic::float16);
   }

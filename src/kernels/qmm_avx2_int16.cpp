@@ -89,24 +89,29 @@ inline __m256i first_lanes(int left) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// Eight scales (or biases) from `offset` as float32, lanes from `left` on
-// zero; nothing past the row's last factor is read.
-inline __m256 load_factors(const void* src, ScalarType type, std::size_t offset, int left) {
+// Eight scales (or biases) from `offset` of `total` as float32, lanes
+// from `left` on zero. Half-precision factors past the row are read when
+// the array goes on (the next row's; masked off after conversion), so a
+// row's tail costs no copy; nothing past the array is read.
+inline __m256 load_factors(const void* src, ScalarType type, std::size_t offset, int left,
+                           std::size_t total) {
+  const __m256i lanes = first_lanes(left);
   if (type == ScalarType::float32) {
-    return _mm256_maskload_ps(static_cast<const float*>(src) + offset, first_lanes(left));
+    return _mm256_maskload_ps(static_cast<const float*>(src) + offset, lanes);
   }
   const auto* from = static_cast<const std::uint16_t*>(src) + offset;
   __m128i h;
-  if (left >= 8) {
+  if (left >= 8 || offset + 8 <= total) {
     h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from));
   } else {
     alignas(16) std::uint16_t tail[8] = {};
     std::memcpy(tail, from, sizeof(std::uint16_t) * left);
     h = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
   }
-  return type == ScalarType::float16
-             ? _mm256_cvtph_ps(h)
-             : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  const __m256 f = type == ScalarType::float16
+                       ? _mm256_cvtph_ps(h)
+                       : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  return left >= 8 ? f : _mm256_and_ps(f, _mm256_castsi256_ps(lanes));
 }
 
 // Rows [m0, m0 + Rows) x columns [n, n + Cols), Group k per group.
@@ -121,14 +126,15 @@ void gemv_block(const Problem& p, int m0, int n, float* scratch, float* result, 
   float* factor = scratch;  // [Cols][Rows][padded_groups]
   const std::uint8_t* packed[Cols];
   __m256 bias_term[Rows][Cols];
+  const std::size_t factor_count = static_cast<std::size_t>(p.N) * groups;
   for (int j = 0; j < Cols; ++j) {
     const std::size_t first = static_cast<std::size_t>(n + j) * groups;
     packed[j] = p.w + (n + j) * row_bytes;
     for (int r = 0; r < Rows; ++r) bias_term[r][j] = _mm256_setzero_ps();
     for (int g = 0; g < padded_groups; g += 8) {
       const int left = groups - g;
-      const __m256 scale = load_factors(p.scales, p.scale_type, first + g, left);
-      const __m256 bias = load_factors(p.biases, p.scale_type, first + g, left);
+      const __m256 scale = load_factors(p.scales, p.scale_type, first + g, left, factor_count);
+      const __m256 bias = load_factors(p.biases, p.scale_type, first + g, left, factor_count);
       for (int r = 0; r < Rows; ++r) {
         // x scale rows are zero-padded past their groups; the sums row has
         // exactly `groups` entries.
@@ -201,10 +207,7 @@ void gemv_rows(const Problem& p, int m0, int n_begin, int n_end) {
     gemv_block<Bits, Rows, decltype(cols)::value, Group>(p, m0, n, scratch, result, columns,
                                                          n_begin);
   });
-  for (int r = 0; r < Rows; ++r) {
-    std::size_t offset = static_cast<std::size_t>(m0 + r) * p.N + n_begin;
-    store_from_float(result + r * columns, columns, p.out, p.out_type, offset);
-  }
+  store_row_block(p, result, Rows, m0, n_begin, columns);
 }
 
 template <int Bits, int Group>
