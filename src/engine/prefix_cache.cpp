@@ -4,26 +4,41 @@
 
 namespace mlx_cpp {
 
-std::optional<PrefixCache::Hit> PrefixCache::lookup(const std::vector<int>& prompt,
-                                                    const std::string& signature) {
-  // A linear scan: entries number in the tens to hundreds, and comparing
-  // token ids costs far less than prefilling a single token.
-  if (prompt.size() < 2) return std::nullopt;
-  auto best = entries_.end();
-  std::size_t best_length = 0;
-  for (auto entry = entries_.begin(); entry != entries_.end(); ++entry) {
-    if (entry->signature != signature) continue;
-    const auto& tokens = entry->tokens;
-    std::size_t common = 0;
-    const std::size_t limit = std::min(tokens.size(), prompt.size() - 1);
-    while (common < limit && tokens[common] == prompt[common]) ++common;
-    if (!entry->trimmable && common != tokens.size()) continue;
-    if (common > best_length) {
+void PrefixCache::consider(const std::vector<TokenTrie::Id>& ids, std::size_t length,
+                           bool need_whole, EntryList::iterator& best,
+                           std::size_t& best_length) const {
+  for (TokenTrie::Id id : ids) {
+    const auto entry = by_id_.at(id);
+    // Trimmable caches serve any common prefix; others only themselves.
+    if (need_whole ? entry->trimmable : !entry->trimmable) continue;
+    const bool longer = length > best_length;
+    const bool as_long_and_newer =
+        length == best_length && best != entries_.end() && entry->last_used > best->last_used;
+    if (longer || as_long_and_newer) {
       best = entry;
-      best_length = common;
+      best_length = length;
     }
   }
+}
+
+std::optional<PrefixCache::Hit> PrefixCache::lookup(const std::vector<int>& prompt,
+                                                    const std::string& signature) {
+  if (prompt.size() < 2) return std::nullopt;
+  const auto trie = tries_.find(signature);
+  if (trie == tries_.end()) return std::nullopt;
+  // The prompt's last token is always computed again: it yields the first
+  // logits.
+  const auto levels = trie->second.walk(prompt, prompt.size() - 1);
+  auto best = entries_.end();
+  std::size_t best_length = 0;
+  // Trimmable entries: those through the deepest level that has one.
+  for (auto level = levels.rbegin(); level != levels.rend() && best == entries_.end(); ++level)
+    consider(level->passing, level->depth, false, best, best_length);
+  // Whole entries that end on the prompt's path.
+  for (const auto& level : levels)
+    if (!level.ending.empty()) consider(level.ending, level.depth, true, best, best_length);
   if (best == entries_.end()) return std::nullopt;
+  best->last_used = ++clock_;
   entries_.splice(entries_.begin(), entries_, best);  // most recently used
   Hit hit{static_cast<int>(best_length), clone_cache_list(best->caches)};
   const int drop = static_cast<int>(best->tokens.size() - best_length);
@@ -34,21 +49,21 @@ std::optional<PrefixCache::Hit> PrefixCache::lookup(const std::vector<int>& prom
 
 void PrefixCache::insert(std::vector<int> tokens, CacheList caches) {
   if (tokens.empty() || caches.empty() || byte_cap_ == 0) return;
-  for (auto entry = entries_.begin(); entry != entries_.end(); ++entry) {
-    if (entry->tokens == tokens) {
-      bytes_ -= entry->bytes;
-      entries_.erase(entry);
-      break;
-    }
-  }
   Entry entry;
+  entry.signature = cache_list_signature(caches);
+  auto& trie = tries_[entry.signature];
+  if (const auto* same = trie.exact(tokens); same && !same->empty())
+    erase(by_id_.at(same->front()));
+  entry.id = next_id_++;
   entry.tokens = std::move(tokens);
   entry.trimmable = all_trimmable(caches);
-  entry.signature = cache_list_signature(caches);
   entry.bytes = cache_list_bytes(caches);
   entry.caches = std::move(caches);
+  entry.last_used = ++clock_;
   bytes_ += entry.bytes;
+  tries_[entry.signature].insert(entry.id, entry.tokens);
   entries_.push_front(std::move(entry));
+  by_id_[entries_.front().id] = entries_.begin();
   evict_to(byte_cap_);
 }
 
@@ -56,12 +71,19 @@ void PrefixCache::clear() {
   evict_to(0);
 }
 
+void PrefixCache::erase(EntryList::iterator entry) {
+  auto trie = tries_.find(entry->signature);
+  trie->second.erase(entry->id, entry->tokens);
+  if (trie->second.empty()) tries_.erase(trie);
+  by_id_.erase(entry->id);
+  bytes_ -= entry->bytes;
+  entries_.erase(entry);
+}
+
 void PrefixCache::evict_to(std::size_t cap) {
   while (!entries_.empty() &&
-         (bytes_ > cap || (max_entries_ > 0 && entries_.size() > max_entries_))) {
-    bytes_ -= entries_.back().bytes;
-    entries_.pop_back();
-  }
+         (bytes_ > cap || (max_entries_ > 0 && entries_.size() > max_entries_)))
+    erase(std::prev(entries_.end()));
 }
 
 }  // namespace mlx_cpp

@@ -5,13 +5,18 @@
 // starts from an entry never changes it), capped in bytes, evicted least
 // recently used first, and keyed by the caches' signature (their kind and
 // parameters), so an entry is only handed to a sequence whose caches
-// would hold the same keys and values.
+// would hold the same keys and values. A token trie per signature finds
+// the longest cached prefix in time proportional to the prompt's length.
 #include <cstddef>
+#include <cstdint>
 #include <list>
+#include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "engine/token_trie.h"
 #include "model/kv_cache.h"
 
 namespace mlx_cpp {
@@ -44,18 +49,29 @@ class PrefixCache {
 
  private:
   struct Entry {
+    TokenTrie::Id id = 0;
     std::vector<int> tokens;
     CacheList caches;
     std::string signature;
     bool trimmable = false;
     std::size_t bytes = 0;
+    std::uint64_t last_used = 0;  // larger: more recent
   };
+  using EntryList = std::list<Entry>;
   void evict_to(std::size_t cap);
+  void erase(EntryList::iterator entry);
+  // The most recently used of `ids` that can serve `length` tokens.
+  void consider(const std::vector<TokenTrie::Id>& ids, std::size_t length, bool need_whole,
+                EntryList::iterator& best, std::size_t& best_length) const;
 
   std::size_t byte_cap_;
   std::size_t max_entries_;
   std::size_t bytes_ = 0;
-  std::list<Entry> entries_;  // most recently used first
+  EntryList entries_;  // most recently used first
+  std::unordered_map<TokenTrie::Id, EntryList::iterator> by_id_;
+  std::map<std::string, TokenTrie> tries_;  // by cache signature
+  TokenTrie::Id next_id_ = 1;
+  std::uint64_t clock_ = 0;
 };
 
 }  // namespace mlx_cpp
