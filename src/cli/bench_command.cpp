@@ -20,7 +20,9 @@
 #include "engine/scheduler.h"
 #include "engine/token_generator.h"
 #include "io/error.h"
+#include "kernels/cpu_features.h"
 #include "kernels/kernels.h"
+#include "model/layers.h"
 
 namespace mlx_cpp::cli {
 namespace {
@@ -36,6 +38,48 @@ struct BenchArguments {
   bool json = false;
   int batch = 1;
 };
+
+// The CPU and, per weight width, the quantized matmul kernels the run takes
+// (decode and prefill shapes, at the model's precision choices), so every
+// number comes with what produced it.
+nlohmann::json kernel_report(KernelMode mode) {
+  nlohmann::json report = {{"cpu", kernels::cpu_model()},
+                           {"features", kernels::cpu_feature_names()},
+                           {"simd", kernels::isa_name(kernels::active_isa())}};
+  if (mode == KernelMode::stock) {
+    report["quantized_matmul"] = "stock (MLX's quantized_matmul)";
+    return report;
+  }
+  nlohmann::json variants;
+  for (int bits : {4, 6, 8}) {
+    const std::string width = "q" + std::to_string(bits);
+    variants[width] = {{"decode", kernels::quantized_matmul_variant(
+                                      bits, true, kActivationPrecision, kPrefillArithmetic)},
+                       {"prefill", kernels::quantized_matmul_variant(
+                                       bits, false, kActivationPrecision, kPrefillArithmetic)}};
+  }
+  report["quantized_matmul"] = variants;
+  return report;
+}
+
+void print_kernel_report(KernelMode mode) {
+  const auto report = kernel_report(mode);
+  std::string features;
+  for (const auto& feature : report["features"]) features += " " + feature.get<std::string>();
+  std::printf("cpu %s (%s), simd %s\n", report["cpu"].get<std::string>().c_str(),
+              features.empty() ? "no SIMD extensions" : features.substr(1).c_str(),
+              report["simd"].get<std::string>().c_str());
+  const auto& variants = report["quantized_matmul"];
+  if (variants.is_string()) {
+    std::printf("quantized matmul: %s\n", variants.get<std::string>().c_str());
+    return;
+  }
+  for (const auto& [width, kinds] : variants.items()) {
+    std::printf("quantized matmul %s: decode %s, prefill %s\n", width.c_str(),
+                kinds["decode"].get<std::string>().c_str(),
+                kinds["prefill"].get<std::string>().c_str());
+  }
+}
 
 struct Summary {
   double median = 0, min = 0, max = 0;
@@ -114,6 +158,7 @@ void run_batch_bench(const BenchArguments& args, LoadedModel loaded, KernelMode 
   std::printf("model %s, kernels %s, threads %d, batch %d, prompt %d, generate %d, runs %d\n",
               args.model.c_str(), args.kernels.c_str(), kernels::kernel_threads(), args.batch,
               args.prompt_tokens, args.generate_tokens_count, args.runs);
+  print_kernel_report(kernels);
   std::printf("aggregate decode tokens/s: median %.2f, min %.2f, max %.2f\n", rate.median, rate.min,
               rate.max);
   std::printf("RESULT batch=%d aggregate_generation_tps=%.3f\n", args.batch, rate.median);
@@ -166,13 +211,15 @@ void run_bench(const BenchArguments& args) {
                              {"ttft_ms", entry(t)},
                              {"peak_memory_mb", entry(m)},
                              {"weight_bytes_per_token", weight_bytes},
-                             {"kv_bytes_per_token", kv_bytes}};
+                             {"kv_bytes_per_token", kv_bytes},
+                             {"machine", kernel_report(kernels)}};
     std::printf("%s\n", report.dump(2).c_str());
     return;
   }
   std::printf("model %s, kernels %s, threads %d, prompt %d, generate %d, runs %d\n",
               args.model.c_str(), args.kernels.c_str(), kernels::kernel_threads(),
               args.prompt_tokens, args.generate_tokens_count, args.runs);
+  print_kernel_report(kernels);
   std::printf("%-22s %12s %12s %12s\n", "", "median", "min", "max");
   auto row = [](const char* name, const Summary& s) {
     std::printf("%-22s %12.2f %12.2f %12.2f\n", name, s.median, s.min, s.max);

@@ -12,6 +12,7 @@
 #include <mlx/utils.h>
 
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -95,6 +96,13 @@ struct QuantizedWeights {
 // and FP16); elsewhere they would be put back in MLX's layout on every
 // call.
 bool row_interleaving_pays(int bits, int rows);
+// The kernel a quantized matmul of `bits`-bit weights takes on this CPU at
+// the current SIMD limit, decode- or prefill-shaped, with the given
+// precision choices: "<arithmetic> <gemv|gemm> <isa>[ row-interleaved]",
+// e.g. "int16 gemv avx2" (weights of a multiple of 16 rows are assumed to
+// be interleaved where that pays). For reports such as `mlx-cpp bench`.
+std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision precision,
+                                     PrefillArithmetic prefill);
 // 4-bit weights in MLX's layout (evaluated here) → row-interleaved copies.
 QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits);
 std::vector<mlx::core::array> quantized_matmuls_fast(

@@ -114,9 +114,32 @@ auto int16_kernel(const qmm::IsaKernels& isa, int bits) {
   return bits == 4 ? isa.gemv_int16_q4 : bits == 6 ? isa.gemv_int16_q6 : isa.gemv_int16_q8;
 }
 
-// With weights in the row-interleaved layout (4-bit only), whether the
-// call's kernel reads it: the int16 decode and the float16 prefill do; the
-// others get the weights in MLX's layout (deinterleaved_copy).
+// Which kernel a call takes: decode or prefill shape, and the arithmetic
+// the ISA offers for what was asked. With weights in the row-interleaved
+// layout (4-bit only), `rows` says whether that kernel reads it: the int16
+// decode and the float16 prefill do; the others get the weights in MLX's
+// layout (deinterleaved_copy).
+struct KernelChoice {
+  bool decode = false, int8 = false, bf16 = false, int16 = false, fp16 = false, rows = false;
+};
+
+KernelChoice choose_kernel(const qmm::IsaKernels& isa, bool decode, int bits,
+                           ActivationPrecision precision, PrefillArithmetic prefill,
+                           bool row_interleaved) {
+  KernelChoice c;
+  c.decode = decode;
+  // The integer dot products take 4- and 8-bit weights; 6-bit weights keep
+  // float activations.
+  c.int8 = decode && precision == ActivationPrecision::int8 && isa.gemv_int8 && bits != 6;
+  c.bf16 = decode && precision == ActivationPrecision::bfloat16 && bits == 4 && isa.gemv_bf16_q4;
+  const bool int16_rows = row_interleaved && isa.gemv_int16_q4_rows;
+  c.int16 = decode && precision == ActivationPrecision::int16 &&
+            (int16_rows || int16_kernel(isa, bits) != nullptr);
+  c.fp16 = !decode && prefill == PrefillArithmetic::float16 && isa.gemm_fp16;
+  c.rows = row_interleaved && ((c.int16 && int16_rows) || c.fp16);
+  return c;
+}
+
 PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size, int bits,
                   ActivationPrecision precision, PrefillArithmetic prefill, bool row_interleaved) {
   PreparedX p;
@@ -126,17 +149,15 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   // step): the decode kernels take it at any B, in blocks of rows, so each
   // row's result is the one it would get alone.
   const bool one_token_rows = x.ndim() >= 3 && x.shape(-2) == 1;
-  p.decode = p.M <= qmm::kGemvMaxRows || one_token_rows;
-  // The integer dot products take 4- and 8-bit weights; 6-bit weights keep
-  // float activations.
-  p.int8 = p.decode && precision == ActivationPrecision::int8 && isa.gemv_int8 && bits != 6;
+  const KernelChoice choice = choose_kernel(isa, p.M <= qmm::kGemvMaxRows || one_token_rows, bits,
+                                            precision, prefill, row_interleaved);
+  p.decode = choice.decode;
+  p.int8 = choice.int8;
+  p.bf16 = choice.bf16;
+  p.int16 = choice.int16;
+  p.fp16 = choice.fp16;
+  p.rows = choice.rows;
   const bool round = p.decode && precision == ActivationPrecision::bfloat16;
-  p.bf16 = round && bits == 4 && isa.gemv_bf16_q4;
-  const bool int16_rows = row_interleaved && isa.gemv_int16_q4_rows;
-  p.int16 = p.decode && precision == ActivationPrecision::int16 &&
-            (int16_rows || int16_kernel(isa, bits) != nullptr);
-  p.fp16 = !p.decode && prefill == PrefillArithmetic::float16 && isa.gemm_fp16;
-  p.rows = row_interleaved && ((p.int16 && int16_rows) || p.fp16);
   // The int8, bfloat16, int16 and float16 kernels read x in natural order
   // from x_float.
   const int interleave =
@@ -442,6 +463,21 @@ void eager::quantized_matmuls(const mx::array& x, const std::vector<QuantizedWei
   std::vector<mx::array> in{x};
   for (const auto& q : weights) in.insert(in.end(), {q.w, q.scales, q.biases});
   run_quantized_matmuls(in, out, group_size, bits, precision, prefill, weights.front().layout);
+}
+
+std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision precision,
+                                     PrefillArithmetic prefill) {
+  const qmm::IsaKernels& isa = kernels_for(active_isa());
+  const bool rows = row_interleaving_pays(bits, 16);
+  const KernelChoice c = choose_kernel(isa, decode, bits, precision, prefill, rows);
+  std::string arithmetic = c.int8    ? "int8"
+                           : c.bf16  ? "bfloat16"
+                           : c.int16 ? "int16"
+                           : c.fp16  ? "float16"
+                                     : "float32";
+  std::string name = arithmetic + " " + (decode ? "gemv" : "gemm") + " " + isa.name;
+  if (c.rows) name += " row-interleaved";
+  return name;
 }
 
 bool row_interleaving_pays(int bits, int rows) {

@@ -424,6 +424,33 @@ TEST(QuantizedMatmulFast, SeveralWeightsGiveEachProjectionExactly) {
   EXPECT_THROW(quantized_matmuls_fast(x, {}, 32, 4), std::invalid_argument);
 }
 
+// What `mlx-cpp bench` reports is the choice the calls make: at every SIMD
+// level this machine runs, the named arithmetic matches what the int16
+// test above finds each level doing (int16 decode on the portable
+// reference and AVX2; float32 prefill without AVX512-FP16).
+TEST(QuantizedMatmulFast, VariantNamesTheKernelEachLevelTakes) {
+  for_each_isa([&](Isa isa) {
+    for (int bits : {4, 6, 8}) {
+      const auto decode = quantized_matmul_variant(bits, true, ActivationPrecision::int16,
+                                                   PrefillArithmetic::float16);
+      const auto prefill = quantized_matmul_variant(bits, false, ActivationPrecision::int16,
+                                                    PrefillArithmetic::float16);
+      const std::string level = isa_name(isa);
+      EXPECT_NE(decode.find(" gemv " + level), std::string::npos) << decode;
+      EXPECT_NE(prefill.find(" gemm " + level), std::string::npos) << prefill;
+      if (isa != Isa::avx512) {
+        EXPECT_EQ(decode, "int16 gemv " + level);
+        EXPECT_EQ(prefill, "float32 gemm " + level);
+      }
+      // float32 activations always take the float kernels.
+      EXPECT_EQ(quantized_matmul_variant(bits, true, ActivationPrecision::float32,
+                                         PrefillArithmetic::float32)
+                    .rfind("float32 gemv ", 0),
+                0u);
+    }
+  });
+}
+
 TEST(QuantizedMatmulFast, RejectsBadInputsNamingTheOp) {
   auto q = make_weights(16, 128, 32, 4, mx::float32, 13);
   auto x = random_normal({1, 128}, mx::float32, 1.0f, 14);
