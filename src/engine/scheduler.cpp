@@ -16,10 +16,7 @@ namespace {
 // every 256 tokens.
 constexpr int kClearCacheSteps = 256;
 
-}  // namespace
-
-namespace {
-
+// Prompt tokens per sequence per step: the option, or the kernels' default.
 int prefill_chunk_of(const ModelRuntime& runtime, const SchedulerOptions& options) {
   if (options.prefill_chunk < 0) throw Error("prefill_chunk must be >= 0");
   return options.prefill_chunk > 0 ? options.prefill_chunk
