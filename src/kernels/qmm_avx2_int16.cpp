@@ -31,6 +31,11 @@
 namespace mlx_cpp::kernels::qmm {
 namespace {
 
+// The AVX2 vector traits (sums, half-precision loads) the float kernels use.
+// clang-format off
+#include "kernels/simd_avx2.inc"
+// clang-format on
+
 constexpr int kUnitK = 32;
 template <int Bits>
 constexpr int kUnitBytes = kUnitK* Bits / 8;  // 16 at 4 bits, 24 at 6, 32 at 8
@@ -76,14 +81,6 @@ inline void unpack_unit(const std::uint8_t* bytes, __m256i& low, __m256i& high) 
   }
 }
 
-// The sum of v's lanes by one fixed tree.
-inline float reduce_add(__m256 v) {
-  __m128 half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  half = _mm_add_ps(half, _mm_movehl_ps(half, half));
-  half = _mm_add_ss(half, _mm_movehdup_ps(half));
-  return _mm_cvtss_f32(half);
-}
-
 // Lanes [0, left) of a mask (all eight from left = 8 on).
 inline __m256i first_lanes(int left) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -100,17 +97,12 @@ inline __m256 load_factors(const void* src, ScalarType type, std::size_t offset,
     return _mm256_maskload_ps(static_cast<const float*>(src) + offset, lanes);
   }
   const auto* from = static_cast<const std::uint16_t*>(src) + offset;
-  __m128i h;
-  if (left >= 8 || offset + 8 <= total) {
-    h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from));
-  } else {
-    alignas(16) std::uint16_t tail[8] = {};
+  std::uint16_t tail[8] = {};
+  if (left < 8 && offset + 8 > total) {
     std::memcpy(tail, from, sizeof(std::uint16_t) * left);
-    h = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
+    from = tail;
   }
-  const __m256 f = type == ScalarType::float16
-                       ? _mm256_cvtph_ps(h)
-                       : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  const __m256 f = type == ScalarType::float16 ? Vec::load_f16(from) : Vec::load_bf16(from);
   return left >= 8 ? f : _mm256_and_ps(f, _mm256_castsi256_ps(lanes));
 }
 
@@ -135,6 +127,7 @@ void gemv_block(const Problem& p, int m0, int n, float* scratch, float* result, 
       const int left = groups - g;
       const __m256 scale = load_factors(p.scales, p.scale_type, first + g, left, factor_count);
       const __m256 bias = load_factors(p.biases, p.scale_type, first + g, left, factor_count);
+      const __m256i valid = first_lanes(left);
       for (int r = 0; r < Rows; ++r) {
         // x scale rows are zero-padded past their groups; the sums row has
         // exactly `groups` entries.
@@ -143,7 +136,7 @@ void gemv_block(const Problem& p, int m0, int n, float* scratch, float* result, 
         _mm256_storeu_ps(factor + (j * Rows + r) * padded_groups + g,
                          _mm256_mul_ps(scale, _mm256_loadu_ps(x_scale + g)));
         bias_term[r][j] =
-            _mm256_fmadd_ps(bias, _mm256_maskload_ps(sums + g, first_lanes(left)), bias_term[r][j]);
+            _mm256_fmadd_ps(bias, _mm256_maskload_ps(sums + g, valid), bias_term[r][j]);
       }
     }
   }
@@ -191,7 +184,7 @@ void gemv_block(const Problem& p, int m0, int n, float* scratch, float* result, 
   for (int r = 0; r < Rows; ++r) {
     for (int j = 0; j < Cols; ++j) {
       result[r * columns + (n + j - n_begin)] =
-          reduce_add(_mm256_add_ps(total[r][j], bias_term[r][j]));
+          Vec::sum(_mm256_add_ps(total[r][j], bias_term[r][j]));
     }
   }
 }
