@@ -91,10 +91,19 @@ void pack_bfloat16_rows(const std::vector<float>& x_natural, int M, int K, int k
   }
 }
 
+// Which kernel a call takes: decode or prefill shape, and the arithmetic
+// the ISA offers for what was asked. With weights in the row-interleaved
+// layout (4-bit only), `rows` says whether that kernel reads it: the int16
+// decode and the float16 prefill do; the others get the weights in MLX's
+// layout (deinterleaved_copy).
+struct KernelChoice {
+  bool decode = false, int8 = false, bf16 = false, int16 = false, fp16 = false, rows = false;
+};
+
 // x as every kernel of one call reads it: float32 (in the float kernels' k
 // order), the group sums for the bias term and, for int8 or bfloat16
-// decode, the quantized or rounded rows.
-struct PreparedX {
+// decode, the quantized or rounded rows; and the kernel that reads it.
+struct PreparedX : KernelChoice {
   std::vector<float> x_float, group_sums;
   std::vector<std::int8_t> xq;
   std::vector<float> xq_scales;
@@ -104,8 +113,6 @@ struct PreparedX {
   std::vector<std::uint16_t> x_f16;
   std::vector<float> x_f16_unscale;
   int M = 0, K = 0, k_padded = 0;
-  bool decode = false, int8 = false, bf16 = false, int16 = false, fp16 = false;
-  bool rows = false;  // the kernel reads row-interleaved weights
 };
 
 // The int16-activation gemv for this weight width, null where the CPU has
@@ -113,15 +120,6 @@ struct PreparedX {
 auto int16_kernel(const qmm::IsaKernels& isa, int bits) {
   return bits == 4 ? isa.gemv_int16_q4 : bits == 6 ? isa.gemv_int16_q6 : isa.gemv_int16_q8;
 }
-
-// Which kernel a call takes: decode or prefill shape, and the arithmetic
-// the ISA offers for what was asked. With weights in the row-interleaved
-// layout (4-bit only), `rows` says whether that kernel reads it: the int16
-// decode and the float16 prefill do; the others get the weights in MLX's
-// layout (deinterleaved_copy).
-struct KernelChoice {
-  bool decode = false, int8 = false, bf16 = false, int16 = false, fp16 = false, rows = false;
-};
 
 KernelChoice choose_kernel(const qmm::IsaKernels& isa, bool decode, int bits,
                            ActivationPrecision precision, PrefillArithmetic prefill,
@@ -149,14 +147,8 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   // step): the decode kernels take it at any B, in blocks of rows, so each
   // row's result is the one it would get alone.
   const bool one_token_rows = x.ndim() >= 3 && x.shape(-2) == 1;
-  const KernelChoice choice = choose_kernel(isa, p.M <= qmm::kGemvMaxRows || one_token_rows, bits,
-                                            precision, prefill, row_interleaved);
-  p.decode = choice.decode;
-  p.int8 = choice.int8;
-  p.bf16 = choice.bf16;
-  p.int16 = choice.int16;
-  p.fp16 = choice.fp16;
-  p.rows = choice.rows;
+  static_cast<KernelChoice&>(p) = choose_kernel(isa, p.M <= qmm::kGemvMaxRows || one_token_rows,
+                                                bits, precision, prefill, row_interleaved);
   const bool round = p.decode && precision == ActivationPrecision::bfloat16;
   // The int8, bfloat16, int16 and float16 kernels read x in natural order
   // from x_float.
