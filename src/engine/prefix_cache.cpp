@@ -1,16 +1,15 @@
 #include "engine/prefix_cache.h"
 
-#include <algorithm>
+#include <iterator>
 
 namespace mlx_cpp {
 
 void PrefixCache::consider(const std::vector<TokenTrie::Id>& ids, std::size_t length,
-                           bool need_whole, EntryList::iterator& best,
+                           bool trimmable, EntryList::iterator& best,
                            std::size_t& best_length) const {
   for (TokenTrie::Id id : ids) {
     const auto entry = by_id_.at(id);
-    // Trimmable caches serve any common prefix; others only themselves.
-    if (need_whole ? entry->trimmable : !entry->trimmable) continue;
+    if (entry->trimmable != trimmable) continue;
     const bool longer = length > best_length;
     const bool as_long_and_newer =
         length == best_length && best != entries_.end() && entry->last_used > best->last_used;
@@ -31,12 +30,13 @@ std::optional<PrefixCache::Hit> PrefixCache::lookup(const std::vector<int>& prom
   const auto levels = trie->second.walk(prompt, prompt.size() - 1);
   auto best = entries_.end();
   std::size_t best_length = 0;
-  // Trimmable entries: those through the deepest level that has one.
+  // Trimmable caches serve any common prefix: those through the deepest
+  // level that has one. Others serve only themselves: those ending on the
+  // prompt's path.
   for (auto level = levels.rbegin(); level != levels.rend() && best == entries_.end(); ++level)
-    consider(level->passing, level->depth, false, best, best_length);
-  // Whole entries that end on the prompt's path.
+    consider(level->passing, level->depth, true, best, best_length);
   for (const auto& level : levels)
-    if (!level.ending.empty()) consider(level.ending, level.depth, true, best, best_length);
+    if (!level.ending.empty()) consider(level.ending, level.depth, false, best, best_length);
   if (best == entries_.end()) return std::nullopt;
   best->last_used = ++clock_;
   entries_.splice(entries_.begin(), entries_, best);  // most recently used

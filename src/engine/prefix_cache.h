@@ -60,8 +60,9 @@ class PrefixCache {
   using EntryList = std::list<Entry>;
   void evict_to(std::size_t cap);
   void erase(EntryList::iterator entry);
-  // The most recently used of `ids` that can serve `length` tokens.
-  void consider(const std::vector<TokenTrie::Id>& ids, std::size_t length, bool need_whole,
+  // Makes the most recently used of the `ids` whose caches are (or are
+  // not) `trimmable` the best match if `length` beats it.
+  void consider(const std::vector<TokenTrie::Id>& ids, std::size_t length, bool trimmable,
                 EntryList::iterator& best, std::size_t& best_length) const;
 
   std::size_t byte_cap_;

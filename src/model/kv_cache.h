@@ -49,7 +49,7 @@ class KvCache {
   // The most bytes this cache holds while a sequence grows to `tokens`
   // tokens, its prompt fed in chunks of at most `prefill_chunk`, from the
   // storage it holds now (0 before its first update).
-  virtual size_t bytes_for_tokens(int tokens, int prefill_chunk = 1) const = 0;
+  virtual size_t bytes_for_tokens(int tokens, int prefill_chunk) const = 0;
   // As update_and_fetch for one token, with the keys and values in
   // temporal order except that the `newest_first` newest come first: the
   // order a ring buffer shared by a batch (mlx-lm's BatchRotatingKVCache)
@@ -87,7 +87,7 @@ class StandardKvCache : public KvCache {
   bool is_trimmable() const override { return true; }
   int trim(int n) override;
   size_t byte_size() const override;
-  size_t bytes_for_tokens(int tokens, int prefill_chunk = 1) const override;
+  size_t bytes_for_tokens(int tokens, int prefill_chunk) const override;
   std::string signature() const override { return "kv"; }
   std::vector<mlx::core::array> state() const override;
   std::unique_ptr<KvCache> clone() const override;
@@ -124,7 +124,7 @@ class RotatingKvCache : public KvCache {
   bool is_trimmable() const override { return offset_ < max_size_; }
   int trim(int n) override;
   size_t byte_size() const override;
-  size_t bytes_for_tokens(int tokens, int prefill_chunk = 1) const override;
+  size_t bytes_for_tokens(int tokens, int prefill_chunk) const override;
   std::string signature() const override;
   std::vector<mlx::core::array> state() const override;
   std::unique_ptr<KvCache> clone() const override;
