@@ -295,9 +295,9 @@ mx::array DenseTransformer::forward_batch(const mx::array& tokens,
   }
   for (size_t i = 0; i < layers_.size(); ++i) {
     const auto& masks = layers_[i].sliding ? sliding_masks : global_masks;
-    if (fused_layers_[i]) {
+    if (fused_layers_[i] && !batch.consecutive_positions) {
       // The fused step attends over each whole cache: it needs rows that
-      // mask nothing and keep their own order.
+      // mask nothing and keep their own order (and caches of their own).
       bool fusable = true;
       std::vector<KvCache*> caches;
       for (std::size_t b = 0; b < batch.rows.size(); ++b) {

@@ -27,6 +27,12 @@ struct BatchRow {
 
 struct ForwardBatch {
   std::vector<BatchRow> rows;
+  // The rows are consecutive tokens of one sequence, every row's caches
+  // the same list: row b attends over the keys of the rows before it, as
+  // if each token were decoded on a step of its own (same kernels, same
+  // order), so each row's logits are the ones plain decoding gives.
+  // Speculative decoding verifies its drafts this way.
+  bool consecutive_positions = false;
 };
 
 }  // namespace mlx_cpp

@@ -116,4 +116,22 @@ mx::array Sampler::operator()(const mx::array& logprobs) {
   return outputs[0];
 }
 
+mx::array Sampler::draw_weights(const mx::array& logprobs) const {
+  auto filtered = logprobs;
+  for (const auto& filter : filters_) filtered = filter({filtered})[0];
+  return mx::multiply(filtered, scalar_like(1.0 / options_.temperature, filtered));
+}
+
+mx::array Sampler::draw(const mx::array& weights) {
+  auto [next_key, draw_key] = mx::random::split(key_);
+  key_ = next_key;
+  return mx::random::categorical(weights, -1, draw_key);
+}
+
+mx::array Sampler::uniform() {
+  auto [next_key, draw_key] = mx::random::split(key_);
+  key_ = next_key;
+  return mx::random::uniform({1}, mx::float32, draw_key);
+}
+
 }  // namespace mlx_cpp

@@ -38,6 +38,16 @@ class Sampler {
   explicit Sampler(const SamplerOptions& options);
   // logprobs: [1, vocab] → token ids [1] (lazy).
   mlx::core::array operator()(const mlx::core::array& logprobs);
+  bool greedy() const { return options_.temperature == 0; }
+
+  // The parts of a draw, for speculative sampling (temperature > 0): the
+  // log-weights a draw takes from logprobs [1, vocab] (filtered, scaled by
+  // the temperature, not normalized), a draw from such log-weights, and a
+  // uniform number in [0, 1) [1]. Draws and uniforms advance the key as
+  // operator() does.
+  mlx::core::array draw_weights(const mlx::core::array& logprobs) const;
+  mlx::core::array draw(const mlx::core::array& weights);
+  mlx::core::array uniform();
 
  private:
   using Graph = std::function<std::vector<mlx::core::array>(const std::vector<mlx::core::array>&)>;
