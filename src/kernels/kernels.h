@@ -105,6 +105,12 @@ std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision 
                                      PrefillArithmetic prefill);
 // 4-bit weights in MLX's layout (evaluated here) → row-interleaved copies.
 QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits);
+// The codes of affine-quantized weights w (uint32 [rows, K * from_bits /
+// 32], MLX's layout: a little-endian bit stream per row) repacked at
+// to_bits > from_bits: the same integers, so with the same scales and
+// biases the same weights, in a width the kernels read (5 → 6, 2 or 3 → 4).
+// Evaluates w.
+mlx::core::array widen_quantized_codes(const mlx::core::array& w, int from_bits, int to_bits);
 std::vector<mlx::core::array> quantized_matmuls_fast(
     const mlx::core::array& x, const std::vector<QuantizedWeights>& weights, int group_size,
     int bits, ActivationPrecision precision = ActivationPrecision::float32,

@@ -32,6 +32,32 @@ size_t quantized_bytes(const QuantizedTensor& q) {
 
 // The own kernel covers affine 4-, 6- and 8-bit weights; other widths stay
 // stock.
+// The width the own kernels read a narrower width in, 0 where none: the
+// codes are repacked at load (the same integers, so the same weights), 20%
+// more bytes at 5 bits than a 5-bit kernel would read, and the int16
+// kernels' speed instead of the stock op's (which decoded Qwen2.5-Coder
+// 0.5B's 5-bit layers at 2.6 tokens/s on a 2-core AVX2 machine).
+int kernel_width_for(int bits) {
+  switch (bits) {
+    case 2:
+    case 3:
+      return 4;
+    case 5:
+      return 6;
+    default:
+      return 0;
+  }
+}
+
+// On the fast path, weights of a width the kernels do not read are widened
+// to one they do.
+void widen_for_kernels(QuantizedTensor& q, KernelMode kernels) {
+  const int wide = kernel_width_for(q.params.bits);
+  if (kernels != KernelMode::fast || wide == 0) return;
+  q.packed = kernels::widen_quantized_codes(q.packed, q.params.bits, wide);
+  q.params.bits = wide;
+}
+
 bool runs_fast_kernel(const QuantizedTensor& q, KernelMode kernels) {
   return kernels == KernelMode::fast &&
          (q.params.bits == 4 || q.params.bits == 6 || q.params.bits == 8);
@@ -82,6 +108,7 @@ Linear Linear::load(WeightStore& weights, const QuantizationConfig& quantization
   Linear layer;
   layer.kernels_ = kernels;
   layer.quantized_ = load_quantized(weights, quantization, path, in_dims, out_dims);
+  if (layer.quantized_) widen_for_kernels(*layer.quantized_, kernels);
   if (!layer.quantized_)
     layer.dense_ = weights.take(path + ".weight", mx::Shape{out_dims, in_dims});
   else if (layer.runs_fast_kernel()) {
@@ -139,6 +166,7 @@ Embedding Embedding::load(WeightStore& weights, const QuantizationConfig& quanti
   Embedding layer;
   layer.kernels_ = kernels;
   layer.quantized_ = load_quantized(weights, quantization, path, dims, vocab_size);
+  if (layer.quantized_) widen_for_kernels(*layer.quantized_, kernels);
   if (!layer.quantized_) layer.dense_ = weights.take(path + ".weight", mx::Shape{vocab_size, dims});
   return layer;
 }
