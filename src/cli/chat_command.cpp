@@ -40,6 +40,7 @@ struct ChatArguments {
   SamplingArguments sampling;
   int context_size = 0;
   std::string kernels = "fast";
+  SpeculativeArguments speculative;
 };
 
 class Chat {
@@ -94,6 +95,7 @@ class Chat {
     request.prompt_ids = session_->encode(session_->render_chat(messages_, nullptr, true), false);
     request.options.max_tokens = args_.max_tokens;
     request.options.sampler = args_.sampling.to_options();
+    request.options.speculative = args_.speculative.to_options();
     auto result = session_->generate(request, [](const TextChunk& chunk) {
       std::cout << chunk.text << std::flush;
       return !interrupted.load();
@@ -130,9 +132,14 @@ void register_chat_command(CLI::App& app) {
   add_sampling_options(command, args->sampling);
   command->add_option("--ctx-size", args->context_size, "Context size in tokens");
   add_kernels_option(command, args->kernels);
+  add_speculative_options(command, args->speculative);
   command->callback([args] {
-    auto session = Session::open(resolve_model_argument(args->model),
-                                 {args->context_size, parse_kernel_mode(args->kernels)});
+    const auto speculative = args->speculative.to_options();
+    auto session = Session::open(
+        resolve_model_argument(args->model),
+        {args->context_size, parse_kernel_mode(args->kernels),
+         speculative.kind == DraftKind::draft_model ? args->speculative.draft_directory()
+                                                    : std::nullopt});
     install_interrupt_handler();
     Chat(*args, std::move(session)).run();
   });

@@ -23,6 +23,7 @@ struct GenerateArguments {
   int context_size = 0;
   std::vector<std::string> stop;
   std::string kernels = "fast";
+  SpeculativeArguments speculative;
 };
 
 void print_stats(const TextResult& result) {
@@ -33,13 +34,21 @@ void print_stats(const TextResult& result) {
                stats.prompt_tokens_per_second());
   std::fprintf(stderr, "Generation: %d tokens, %.3f tokens-per-sec\n", stats.generated_tokens,
                stats.generation_tokens_per_second());
+  if (stats.draft_proposed > 0)
+    std::fprintf(stderr, "Speculative: %d of %d proposed tokens accepted (%.1f%%)\n",
+                 stats.draft_accepted, stats.draft_proposed,
+                 100.0 * stats.draft_accepted / stats.draft_proposed);
   std::fprintf(stderr, "Peak memory: %.3f GB\n", stats.peak_memory_bytes / 1e9);
   std::fprintf(stderr, "Finish reason: %s\n", result.finish_reason.c_str());
 }
 
 void run_generate(const GenerateArguments& args) {
-  auto session = Session::open(resolve_model_argument(args.model),
-                               {args.context_size, parse_kernel_mode(args.kernels)});
+  const auto speculative = args.speculative.to_options();
+  auto session =
+      Session::open(resolve_model_argument(args.model),
+                    {args.context_size, parse_kernel_mode(args.kernels),
+                     speculative.kind == DraftKind::draft_model ? args.speculative.draft_directory()
+                                                                : std::nullopt});
   // As mlx-lm's generate: the prompt is a user message in the model's chat
   // template when it has one (an instruction-tuned model given raw text
   // often answers nothing); --raw sends the text as it is.
@@ -59,6 +68,7 @@ void run_generate(const GenerateArguments& args) {
   options.sampler = args.sampling.to_options();
   options.penalties.repetition_penalty = args.repetition_penalty;
   options.penalties.repetition_context_size = args.repetition_context_size;
+  options.speculative = speculative;
   auto result = session->generate(request, [](const TextChunk& chunk) {
     std::cout << chunk.text << std::flush;
     return true;
@@ -94,6 +104,7 @@ void register_generate_command(CLI::App& app) {
   command->add_option("--ctx-size", args->context_size,
                       "Context size in tokens (default: the model's maximum)");
   add_kernels_option(command, args->kernels);
+  add_speculative_options(command, args->speculative);
   command->callback([args] { run_generate(*args); });
 }
 

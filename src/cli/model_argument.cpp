@@ -39,6 +39,38 @@ void add_sampling_options(CLI::App* command, SamplingArguments& sampling) {
   command->add_option("--seed", sampling.seed, "Random seed (same seed, same tokens)");
 }
 
+void add_speculative_options(CLI::App* command, SpeculativeArguments& speculative) {
+  command->add_option("--draft-model", speculative.draft_model,
+                      "Draft model for speculative decoding (directory or cached name; same "
+                      "vocabulary as the model)");
+  command->add_option("--spec", speculative.source,
+                      "Speculative decoding: draft (the draft model), prompt-lookup (n-grams of "
+                      "the context) or none (default: draft when --draft-model is given)");
+  command->add_option("--draft-tokens", speculative.draft_tokens,
+                      "Tokens proposed per verify at most")
+      ->capture_default_str();
+  command->add_option("--spec-ngram", speculative.ngram,
+                      "Prompt lookup: the longest n-gram to match")
+      ->capture_default_str();
+}
+
+SpeculativeOptions SpeculativeArguments::to_options() const {
+  SpeculativeOptions options;
+  options.kind = source.empty() ? (draft_model.empty() ? DraftKind::none : DraftKind::draft_model)
+                                : parse_draft_kind(source);
+  options.draft_tokens = draft_tokens;
+  options.ngram = ngram;
+  if (options.kind == DraftKind::draft_model && draft_model.empty())
+    throw Error("--spec draft needs --draft-model");
+  if (options.enabled()) validate_speculative_options(options);
+  return options;
+}
+
+std::optional<std::filesystem::path> SpeculativeArguments::draft_directory() const {
+  if (draft_model.empty()) return std::nullopt;
+  return resolve_model_argument(draft_model);
+}
+
 KernelMode parse_kernel_mode(const std::string& name) {
   if (name == "fast") return KernelMode::fast;
   if (name == "stock") return KernelMode::stock;

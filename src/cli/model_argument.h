@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/speculative/speculative_options.h"
 #include "model/sampler.h"
 #include "model/transformer_spec.h"
 
@@ -32,5 +33,20 @@ struct SamplingArguments {
   SamplerOptions to_options() const;
 };
 void add_sampling_options(CLI::App* command, SamplingArguments& sampling);
+
+// Speculative decoding flags (generate, chat, serve): --draft-model,
+// --draft-tokens, --spec, --spec-ngram. --draft-model alone means
+// --spec draft.
+struct SpeculativeArguments {
+  std::string draft_model;  // a model directory or cached name; empty: none
+  std::string source;       // draft | prompt-lookup | none; empty: draft when draft_model is set
+  int draft_tokens = SpeculativeOptions{}.draft_tokens;
+  int ngram = SpeculativeOptions{}.ngram;
+  // Validated options; throws Error for --spec draft without a draft model.
+  SpeculativeOptions to_options() const;
+  // The draft model's directory, if one was named.
+  std::optional<std::filesystem::path> draft_directory() const;
+};
+void add_speculative_options(CLI::App* command, SpeculativeArguments& speculative);
 
 }  // namespace mlx_cpp::cli

@@ -34,6 +34,7 @@ struct ServeArguments {
   SchedulerOptions scheduling;
   std::string prompt_cache_bytes = "auto";
   std::string memory_budget = "auto";
+  SpeculativeArguments speculative;
 };
 
 // A /proc/meminfo field in bytes (0 where it cannot be read).
@@ -127,10 +128,14 @@ void run_serve(const ServeArguments& args) {
                                               meminfo_bytes("MemAvailable") / 4);
   scheduling.memory_budget =
       parse_bytes("--memory-budget", args.memory_budget, automatic_memory_budget());
+  const auto speculative = args.speculative.to_options();
+  const auto draft_directory = args.speculative.draft_directory();
   server::EngineThread engine(
-      [directory, options, scheduling] {
-        return std::make_unique<server::SchedulerBackend>(ModelRuntime::open(directory, options),
-                                                          scheduling);
+      [directory, options, scheduling, speculative, draft_directory] {
+        auto runtime = ModelRuntime::open(directory, options);
+        auto draft = draft_directory ? ModelRuntime::open(*draft_directory, options) : nullptr;
+        return std::make_unique<server::SchedulerBackend>(std::move(runtime), scheduling,
+                                                          std::move(draft), speculative);
       },
       model_id, args.config.max_queue);
   server::HttpServer http(args.config, engine);
@@ -189,6 +194,8 @@ void register_serve_command(CLI::App& app) {
                    "Context size in tokens (default: the model's maximum)")
       ->check(CLI::NonNegativeNumber);
   add_kernels_option(command, args->kernels);
+  // The server-wide default; requests choose with "speculative".
+  add_speculative_options(command, args->speculative);
   command
       ->add_option("--max-batch", args->scheduling.max_batch,
                    "Sequences generating at once (1: one request after another)")

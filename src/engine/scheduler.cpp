@@ -6,6 +6,9 @@
 
 #include <algorithm>
 
+#include "engine/speculative/draft_model_source.h"
+#include "engine/speculative/prompt_lookup.h"
+#include "engine/speculative/speculative_step.h"
 #include "io/error.h"
 
 namespace mlx_cpp {
@@ -25,14 +28,17 @@ int prefill_chunk_of(const ModelRuntime& runtime, const SchedulerOptions& option
 
 }  // namespace
 
-Scheduler::Scheduler(const ModelRuntime& runtime, SchedulerOptions options)
+Scheduler::Scheduler(const ModelRuntime& runtime, SchedulerOptions options,
+                     const ModelRuntime* draft)
     : runtime_(runtime),
       options_(options),
+      draft_(draft),
       prefill_chunk_(prefill_chunk_of(runtime, options)),
       admission_(runtime.model(), options.memory_budget, runtime.context_size(), prefill_chunk_),
       prefix_cache_(options.prompt_cache_bytes, options.prompt_cache_entries) {
   if (options_.max_batch < 1) throw Error("max_batch must be at least 1");
   if (options_.prefill_batch < 1) throw Error("prefill_batch must be at least 1");
+  if (draft_) check_draft_compatible(runtime, *draft_);
   const auto caches = runtime.model().make_caches();
   signature_ = cache_list_signature(caches);
   std::optional<int> window;
@@ -60,6 +66,15 @@ void Scheduler::validate(TextRequest& request) const {
   if (options.max_tokens < 0) throw Error("max_tokens must be >= 0");
   validate_sampler_options(options.sampler, vocab);
   validate_penalty_options(options.penalties, vocab);
+  if (options.speculative.enabled()) {
+    validate_speculative_options(options.speculative);
+    if (options.speculative.kind == DraftKind::draft_model && !draft_)
+      throw Error("speculative decoding with a draft model needs one loaded (--draft-model)");
+    if (phases_)
+      throw Error(
+          "speculative decoding on the stock kernels of a model with sliding windows needs "
+          "--max-batch 1 (its batched windows follow mlx-lm's shared ring)");
+  }
   options.max_tokens = std::min(options.max_tokens, context - static_cast<int>(prompt.size()));
   options.max_tokens =
       admission_.fit_max_tokens(static_cast<int>(prompt.size()), options.max_tokens);
@@ -82,18 +97,20 @@ void Scheduler::cancel(SequenceId id) {
   mark(waiting_);
   mark(prefilling_);
   mark(decoding_);
+  mark(speculating_);
 }
 
 bool Scheduler::has_work() const {
-  return !waiting_.empty() || !prefilling_.empty() || !decoding_.empty();
+  return !waiting_.empty() || !prefilling_.empty() || !decoding_.empty() ||
+         !speculating_.empty();
 }
 
 SchedulerCounts Scheduler::counts() const {
   SchedulerCounts counts;
   counts.waiting = static_cast<int>(waiting_.size());
   counts.prefilling = static_cast<int>(prefilling_.size());
-  counts.decoding = static_cast<int>(decoding_.size());
-  for (const auto* list : {&prefilling_, &decoding_})
+  counts.decoding = static_cast<int>(decoding_.size() + speculating_.size());
+  for (const auto* list : {&prefilling_, &decoding_, &speculating_})
     for (const auto& sequence : *list) counts.kv_bytes += cache_list_bytes(sequence->caches());
   counts.kv_reserved_bytes = reserved_bytes_;
   counts.memory_budget = admission_.budget();
@@ -111,7 +128,8 @@ void Scheduler::step() {
       const auto kept = decode(decoding_, /*first_step=*/false, phases);
       if (phases_) phases_->keep_decoding(kept);
     }
-    if (static_cast<int>(decoding_.size()) >= options_.max_batch) return;
+    if (!speculating_.empty()) speculate();
+    if (running() >= options_.max_batch) return;
     admit();
     // Prompts with only their last token left start decoding: one forward
     // of those rows alone, then they join the decoding batch.
@@ -120,6 +138,11 @@ void Scheduler::step() {
     for (std::size_t b = 0; b < prefilling_.size(); ++b) {
       auto& sequence = prefilling_[b];
       const bool starts = sequence->prompt_tokens_left_to_prefill() == 0;
+      if (starts && sequence->draft_source()) {
+        // Its first speculative step (next step) feeds the prompt's last token.
+        speculating_.push_back(std::move(sequence));
+        continue;
+      }
       if (starts) starting_rows.push_back(static_cast<int>(b));
       (starts ? starting_ : still_prefilling).push_back(std::move(sequence));
     }
@@ -161,13 +184,14 @@ void Scheduler::reap_cancelled() {
   reap(waiting_);
   auto [prefill_changed, prefill_kept] = reap(prefilling_);
   auto [decode_changed, decode_kept] = reap(decoding_);
+  reap(speculating_);
   if (phases_ && prefill_changed) phases_->keep_prefilling(prefill_kept);
   if (phases_ && decode_changed) phases_->keep_decoding(decode_kept);
 }
 
 void Scheduler::admit() {
   const int room = std::min(options_.prefill_batch - static_cast<int>(prefilling_.size()),
-                            options_.max_batch - static_cast<int>(decoding_.size()));
+                            options_.max_batch - running());
   for (int i = 0; i < room && !waiting_.empty(); ++i) {
     const auto reserved = reservation(*waiting_.front());
     if (!reserved) break;  // waits for running sequences to finish
@@ -178,6 +202,8 @@ void Scheduler::admit() {
       sequence->start(std::move(hit->caches), hit->tokens);
     else
       sequence->start(runtime_.model().make_caches(), 0);
+    const auto& speculative = sequence->request().options.speculative;
+    if (speculative.enabled()) sequence->set_draft_source(make_draft_source(speculative));
     sequence->reserved_bytes = *reserved;
     reserved_bytes_ += *reserved;
     prefilling_.push_back(std::move(sequence));
@@ -188,8 +214,11 @@ void Scheduler::admit() {
 std::optional<std::size_t> Scheduler::reservation(const Sequence& sequence) {
   if (!admission_.limited()) return 0;
   const auto& request = sequence.request();
+  // A verify holds its rejected drafts until they are trimmed.
+  const auto& speculative = request.options.speculative;
+  const int drafts = speculative.enabled() ? speculative.draft_tokens : 0;
   const std::size_t need = admission_.sequence_bytes(static_cast<int>(request.prompt_ids.size()) +
-                                                     request.options.max_tokens);
+                                                     request.options.max_tokens + drafts);
   const std::size_t room = admission_.cache_room();
   if (reserved_bytes_ + need > room) return std::nullopt;
   prefix_cache_.shrink_to(room - reserved_bytes_ - need);
@@ -273,6 +302,20 @@ void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
   mx::clear_cache();
 }
 
+void Scheduler::speculate() {
+  for (auto& sequence : speculating_)
+    if (!speculative_step(runtime_, *sequence)) retire(std::move(sequence));
+  speculating_.erase(std::remove(speculating_.begin(), speculating_.end(), nullptr),
+                     speculating_.end());
+}
+
+std::unique_ptr<DraftSource> Scheduler::make_draft_source(
+    const SpeculativeOptions& options) const {
+  if (options.kind == DraftKind::prompt_lookup)
+    return std::make_unique<PromptLookup>(options.ngram);
+  return std::make_unique<DraftModelSource>(*draft_, prefill_chunk_);
+}
+
 void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
   reserved_bytes_ -= sequence->reserved_bytes;
   sequence->reserved_bytes = 0;
@@ -289,7 +332,7 @@ void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
 }
 
 void Scheduler::fail_all(std::exception_ptr error) {
-  for (auto* list : {&prefilling_, &starting_, &decoding_})
+  for (auto* list : {&prefilling_, &starting_, &decoding_, &speculating_})
     for (auto& sequence : *list)
       if (sequence) sequence->fail(error);
   for (auto& sequence : waiting_) sequence->fail(error);
@@ -297,6 +340,7 @@ void Scheduler::fail_all(std::exception_ptr error) {
   prefilling_.clear();
   starting_.clear();
   decoding_.clear();
+  speculating_.clear();
   reserved_bytes_ = 0;
 }
 

@@ -47,7 +47,10 @@ struct SchedulerCounts {
 
 class Scheduler {
  public:
-  Scheduler(const ModelRuntime& runtime, SchedulerOptions options);
+  // draft: the model that drafts for requests asking for speculative
+  // decoding with a draft model (checked against runtime's vocabulary).
+  Scheduler(const ModelRuntime& runtime, SchedulerOptions options,
+            const ModelRuntime* draft = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -69,6 +72,8 @@ class Scheduler {
   PrefixCache& prefix_cache() { return prefix_cache_; }
 
  private:
+  // Sequences decoding, batched or speculating.
+  int running() const { return static_cast<int>(decoding_.size() + speculating_.size()); }
   void reap_cancelled();
   void admit();
   // tokens [B, 1] of `rows` → logits [B, 1, vocab]; phases: per row, as
@@ -81,6 +86,9 @@ class Scheduler {
   std::vector<int> decode(std::vector<std::unique_ptr<Sequence>>& rows, bool first_step,
                           const std::vector<int>& phases);
   void prefill(std::vector<std::unique_ptr<Sequence>>& rows);
+  // One speculative step of each speculating sequence; the finished leave.
+  void speculate();
+  std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options) const;
   void retire(std::unique_ptr<Sequence> sequence);
 
   // The memory to reserve for a waiting sequence, nullopt while it does
@@ -89,6 +97,7 @@ class Scheduler {
 
   const ModelRuntime& runtime_;
   SchedulerOptions options_;
+  const ModelRuntime* draft_;
   int prefill_chunk_;  // before admission_, which counts a chunk's bytes
   MemoryAdmission admission_;
   std::size_t reserved_bytes_ = 0;  // of sequences prefilling or decoding
@@ -102,6 +111,8 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> prefilling_;  // in admission order
   std::vector<std::unique_ptr<Sequence>> starting_;    // taking their first decode step
   std::vector<std::unique_ptr<Sequence>> decoding_;    // in batch row order
+  // Decoding by speculative steps, each on its own (engine/speculative/).
+  std::vector<std::unique_ptr<Sequence>> speculating_;
   PrefixCache prefix_cache_;
 };
 

@@ -102,14 +102,18 @@ bool Sequence::emit(TextChunk& chunk) {
 
 bool Sequence::deliver_fed_token() {
   if (!fed_token_) return true;
+  if (result_.stats.fed_ids.empty()) mx::eval({*fed_token_});
+  const int id = fed_token_->item<int>();
+  result_.stats.fed_ids.push_back(id);
+  return deliver(id, *fed_logprobs_);
+}
+
+bool Sequence::deliver(int id, const mx::array& logprobs) {
   auto& stats = result_.stats;
-  if (stats.fed_ids.empty()) {
-    mx::eval({*fed_token_});
+  if (first_token_time_ == Clock::time_point{}) {
     first_token_time_ = Clock::now();
     stats.prompt_seconds = seconds_between(arrival_, first_token_time_);
   }
-  const int id = fed_token_->item<int>();
-  stats.fed_ids.push_back(id);
   const auto& eos = runtime_.eos_token_ids();
   if (std::find(eos.begin(), eos.end(), id) != eos.end()) {
     finish_reason_ = FinishReason::stop;
@@ -117,13 +121,13 @@ bool Sequence::deliver_fed_token() {
   }
   stats.generated_tokens++;
   result_.completion_ids.push_back(id);
-  if (sink_.observe_logprobs) sink_.observe_logprobs(*fed_logprobs_);
+  if (sink_.observe_logprobs) sink_.observe_logprobs(logprobs);
   TextChunk chunk;
   chunk.text = stops_.add(detokenizer_ ? detokenizer_->add(id) : std::string());
   if (request_.logprobs || request_.top_logprobs > 0)
-    chunk.tokens.push_back({id, runtime_.decode({id}), logprob_of(*fed_logprobs_, id)});
+    chunk.tokens.push_back({id, runtime_.decode({id}), logprob_of(logprobs, id)});
   if (request_.top_logprobs > 0)
-    chunk.alternatives.push_back(top_alternatives(runtime_, *fed_logprobs_, request_.top_logprobs));
+    chunk.alternatives.push_back(top_alternatives(runtime_, logprobs, request_.top_logprobs));
   if (!emit(chunk) || stops_.matched()) {
     finish_reason_ = FinishReason::cancelled;
     return false;
@@ -133,6 +137,38 @@ bool Sequence::deliver_fed_token() {
     return false;
   }
   return true;
+}
+
+int Sequence::speculative_input() const {
+  return speculative_input_ ? *speculative_input_ : request_.prompt_ids.back();
+}
+
+void Sequence::speculative_input_fed() {
+  if (!speculative_input_) {  // the first step feeds the prompt's last token
+    begin_decoding();
+    return;
+  }
+  history_.push_back(*speculative_input_);
+  result_.stats.fed_ids.push_back(*speculative_input_);
+  speculative_input_.reset();
+}
+
+bool Sequence::deliver_token(int id, const mx::array& logprobs, bool fed) {
+  if (fed) {
+    history_.push_back(id);
+    result_.stats.fed_ids.push_back(id);
+  }
+  const bool goes_on = deliver(id, logprobs);
+  if (!fed) speculative_input_ = id;
+  return goes_on;
+}
+
+void Sequence::count_drafts(int proposed, int accepted) {
+  auto& stats = result_.stats;
+  stats.draft_kind = request_.options.speculative.kind;
+  stats.draft_proposed += proposed;
+  stats.draft_accepted += accepted;
+  stats.draft_steps++;
 }
 
 std::vector<int> Sequence::finish() {

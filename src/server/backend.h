@@ -45,11 +45,22 @@ using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
 class SchedulerBackend : public Backend {
  public:
-  SchedulerBackend(std::unique_ptr<ModelRuntime> runtime, const SchedulerOptions& options)
-      : runtime_(std::move(runtime)), scheduler_(*runtime_, options) {}
+  // draft: the model that drafts for requests speculating with a draft
+  // model (may be null); speculative: what requests do unless they say.
+  SchedulerBackend(std::unique_ptr<ModelRuntime> runtime, const SchedulerOptions& options,
+                   std::unique_ptr<ModelRuntime> draft = nullptr,
+                   const SpeculativeOptions& speculative = {})
+      : runtime_(std::move(runtime)),
+        draft_(std::move(draft)),
+        speculative_(speculative),
+        scheduler_(*runtime_, options, draft_.get()) {}
   int context_size() const override { return runtime_->context_size(); }
   int vocab_size() const override { return runtime_->model().vocab_size(); }
-  GenerationOptions default_options() const override { return runtime_->default_options(); }
+  GenerationOptions default_options() const override {
+    auto options = runtime_->default_options();
+    options.speculative = speculative_;
+    return options;
+  }
   std::vector<int> encode(const std::string& text, bool add_special_tokens) const override {
     return runtime_->encode(text, add_special_tokens);
   }
@@ -69,6 +80,8 @@ class SchedulerBackend : public Backend {
 
  private:
   std::unique_ptr<ModelRuntime> runtime_;
+  std::unique_ptr<ModelRuntime> draft_;
+  SpeculativeOptions speculative_;
   Scheduler scheduler_;
 };
 

@@ -82,6 +82,10 @@ class ResponseWriter {
   bool on_result(httplib::DataSink& sink, const TextResult& result) {
     Usage usage{prompt_tokens_, static_cast<int>(result.completion_ids.size()),
                 result.cached_prompt_tokens};
+    const auto& stats = result.stats;
+    usage.speculative = stats.draft_kind != DraftKind::none;
+    usage.accepted_prediction_tokens = stats.draft_accepted;
+    usage.rejected_prediction_tokens = stats.draft_proposed - stats.draft_accepted;
     record(result, usage);
     std::string data;
     if (stream_) {
@@ -111,6 +115,10 @@ class ResponseWriter {
     context_.metrics.record_generation(usage.prompt_tokens, usage.completion_tokens,
                                        usage.cached_tokens, first_token_seconds,
                                        result.stats.generation_tokens_per_second());
+    if (result.stats.draft_kind != DraftKind::none)
+      context_.metrics.record_speculation(draft_kind_name(result.stats.draft_kind),
+                                          result.stats.draft_proposed, result.stats.draft_accepted,
+                                          result.stats.draft_steps);
     std::ostringstream detail;
     detail << "prompt=" << usage.prompt_tokens << " cached=" << usage.cached_tokens
            << " completion=" << usage.completion_tokens << " finish=" << finish_reason_of(result);

@@ -99,6 +99,41 @@ void parse_sampling(const nlohmann::ordered_json& body, const ModelInfo& model,
   }
 }
 
+// "speculative": a source name ("draft", "prompt-lookup", "none"), false,
+// or {"source", "draft_tokens", "ngram"} (fields left out keep the
+// server's default); llama.cpp's "speculative.n_max" sets draft_tokens.
+void parse_speculative(const nlohmann::ordered_json& body, SpeculativeOptions& options) {
+  const auto it = body.find("speculative");
+  auto kind_of = [](const std::string& name) {
+    try {
+      return parse_draft_kind(name);
+    } catch (const mlx_cpp::Error& error) {
+      throw invalid_request(error.what(), "speculative");
+    }
+  };
+  if (it != body.end() && !it->is_null()) {
+    if (it->is_boolean()) {
+      if (!it->get<bool>()) options.kind = DraftKind::none;
+    } else if (it->is_string()) {
+      options.kind = kind_of(it->get<std::string>());
+    } else if (it->is_object()) {
+      if (auto source = optional_string(*it, "source")) options.kind = kind_of(*source);
+      if (auto k = optional_integer(*it, "draft_tokens")) options.draft_tokens = int(*k);
+      if (auto n = optional_integer(*it, "ngram")) options.ngram = int(*n);
+    } else {
+      throw invalid_request("'speculative' must be a source name, false or an object",
+                            "speculative");
+    }
+  }
+  if (auto k = optional_integer(body, "speculative.n_max")) options.draft_tokens = int(*k);
+  if (!options.enabled()) return;
+  try {
+    validate_speculative_options(options);
+  } catch (const mlx_cpp::Error& error) {
+    throw invalid_request(error.what(), "speculative");
+  }
+}
+
 void parse_length(const nlohmann::ordered_json& body, const ModelInfo& model, const char* preferred,
                   CompletionRequest& request) {
   auto limit = optional_integer(body, preferred, 1, model.context_size);
@@ -120,6 +155,7 @@ CompletionRequest parse_common(const nlohmann::ordered_json& body, const ModelIn
   request.endpoint = endpoint;
   request.text.options = model.defaults;
   parse_sampling(body, model, request.text.options);
+  parse_speculative(body, request.text.options.speculative);
   parse_length(body, model, endpoint == Endpoint::chat ? "max_completion_tokens" : "max_tokens",
                request);
   request.text.stop = parse_stop(body);

@@ -21,6 +21,15 @@ void Metrics::record_generation(int prompt_tokens, int completion_tokens, int ca
   last_tokens_per_second_ = generation_tokens_per_second;
 }
 
+void Metrics::record_speculation(const std::string& source, int proposed, int accepted,
+                                 int steps) {
+  std::lock_guard lock(mutex_);
+  auto& drafts = drafts_[source];
+  drafts.proposed += proposed;
+  drafts.accepted += accepted;
+  drafts.steps += steps;
+}
+
 namespace {
 
 void family(std::ostringstream& out, const char* name, const char* type, const char* help) {
@@ -75,6 +84,27 @@ std::string Metrics::render(const EngineLoad& load) const {
         s.kv_reserved_bytes);
   gauge("mlx_cpp_prefix_cache_bytes", "Bytes held by the prefix cache.", s.prefix_cache_bytes);
   gauge("mlx_cpp_prefix_cache_entries", "Entries of the prefix cache.", s.prefix_cache_entries);
+  if (!drafts_.empty()) {
+    auto per_source = [&](const char* name, const char* type, const char* help, auto value) {
+      family(out, name, type, help);
+      for (const auto& [source, drafts] : drafts_)
+        out << name << "{source=\"" << source << "\"} " << value(drafts) << '\n';
+    };
+    per_source("mlx_cpp_draft_tokens_proposed_total", "counter",
+               "Speculative decoding: tokens proposed by each draft source.",
+               [](const Drafts& d) { return d.proposed; });
+    per_source("mlx_cpp_draft_tokens_accepted_total", "counter",
+               "Speculative decoding: proposed tokens the verify accepted.",
+               [](const Drafts& d) { return d.accepted; });
+    per_source("mlx_cpp_draft_acceptance_rate", "gauge",
+               "Speculative decoding: accepted / proposed tokens.", [](const Drafts& d) {
+                 return d.proposed ? double(d.accepted) / double(d.proposed) : 0.0;
+               });
+    per_source("mlx_cpp_draft_mean_accepted_length", "gauge",
+               "Speculative decoding: accepted tokens per verify.", [](const Drafts& d) {
+                 return d.steps ? double(d.accepted) / double(d.steps) : 0.0;
+               });
+  }
   return out.str();
 }
 

@@ -25,6 +25,9 @@ class Metrics {
   void record_request(const std::string& route, int status);
   void record_generation(int prompt_tokens, int completion_tokens, int cached_tokens,
                          double time_to_first_token_seconds, double generation_tokens_per_second);
+  // One speculating request's drafts: proposed and accepted tokens over
+  // its verify steps, by source ("draft", "prompt-lookup").
+  void record_speculation(const std::string& source, int proposed, int accepted, int steps);
   std::string render(const EngineLoad& load) const;
 
  private:
@@ -36,6 +39,10 @@ class Metrics {
   long long generations_ = 0;
   double time_to_first_token_sum_ = 0;
   double last_tokens_per_second_ = 0;
+  struct Drafts {
+    long long proposed = 0, accepted = 0, steps = 0;
+  };
+  std::map<std::string, Drafts> drafts_;  // by source
 };
 
 }  // namespace mlx_cpp::server

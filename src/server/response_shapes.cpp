@@ -166,10 +166,15 @@ class CompletionShape : public ResponseShape {
 }  // namespace
 
 nlohmann::ordered_json usage_json(const Usage& usage) {
-  return {{"prompt_tokens", usage.prompt_tokens},
-          {"completion_tokens", usage.completion_tokens},
-          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+  nlohmann::ordered_json json{{"prompt_tokens", usage.prompt_tokens},
+                              {"completion_tokens", usage.completion_tokens},
+                              {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+                              {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+  if (usage.speculative)
+    json["completion_tokens_details"] = {
+        {"accepted_prediction_tokens", usage.accepted_prediction_tokens},
+        {"rejected_prediction_tokens", usage.rejected_prediction_tokens}};
+  return json;
 }
 
 std::string finish_reason_of(const TextResult& result) {

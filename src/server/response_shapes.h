@@ -16,6 +16,10 @@ struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;
+  // Speculative decoding's drafts (OpenAI's predicted-output fields),
+  // reported when the request speculated.
+  bool speculative = false;
+  int accepted_prediction_tokens = 0, rejected_prediction_tokens = 0;
 };
 
 nlohmann::ordered_json usage_json(const Usage& usage);

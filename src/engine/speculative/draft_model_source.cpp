@@ -1,0 +1,103 @@
+#include "engine/speculative/draft_model_source.h"
+
+#include <mlx/ops.h>
+#include <mlx/transforms.h>
+
+#include <algorithm>
+
+#include "io/error.h"
+
+namespace mlx_cpp {
+namespace mx = mlx::core;
+
+DraftModelSource::DraftModelSource(const ModelRuntime& draft, int prefill_chunk)
+    : draft_(draft), prefill_chunk_(prefill_chunk), caches_(draft.model().make_caches()) {}
+
+mx::array DraftModelSource::feed(const std::vector<int>& tokens) {
+  auto logits = draft_.model().forward(
+      mx::array(tokens.data(), {1, static_cast<int>(tokens.size())}, mx::int32), caches_);
+  fed_.insert(fed_.end(), tokens.begin(), tokens.end());
+  return logits;
+}
+
+mx::array DraftModelSource::catch_up(const std::vector<int>& context) {
+  // Keep what the caches share with the context; drop the rest.
+  const auto mismatch = std::mismatch(fed_.begin(), fed_.end(), context.begin(), context.end());
+  int keep = static_cast<int>(mismatch.first - fed_.begin());
+  if (keep == static_cast<int>(context.size())) --keep;  // the last token must be fed for logits
+  const int drop = static_cast<int>(fed_.size()) - keep;
+  if (drop > 0) {
+    if (all_trimmable(caches_) || snapshot_.empty() || keep < static_cast<int>(snapshot_fed_)) {
+      for (auto& cache : caches_) cache->trim(drop);
+    } else {
+      caches_ = std::move(snapshot_);
+      snapshot_.clear();
+      keep = static_cast<int>(snapshot_fed_);
+    }
+    fed_.resize(keep);
+  }
+  std::vector<int> missing(context.begin() + keep, context.end());
+  // A long run (the prompt) is prefilled in chunks, its last token alone;
+  // the one or two tokens a step brings go in one forward, as mlx-lm's
+  // draft step feeds them.
+  if (missing.size() > 2 || fed_.empty()) {
+    std::size_t start = 0;
+    while (missing.size() - start > 1) {
+      const std::size_t count =
+          std::min<std::size_t>(prefill_chunk_, missing.size() - start - 1);
+      feed({missing.begin() + start, missing.begin() + start + count});
+      evaluate_cache_state(caches_);
+      start += count;
+    }
+    missing.erase(missing.begin(), missing.begin() + start);
+  }
+  auto logits = feed(missing);
+  snapshot_ = clone_cache_list(caches_);
+  snapshot_fed_ = fed_.size();
+  return mx::slice(logits, {0, logits.shape(1) - 1, 0}, {1, logits.shape(1), logits.shape(2)});
+}
+
+std::vector<int> DraftModelSource::propose(const std::vector<int>& context, int limit) {
+  std::vector<int> proposal;
+  if (limit <= 0 || context.empty()) return proposal;
+  auto logits = catch_up(context);
+  const int vocab = logits.shape(2);
+  for (int i = 0; i < limit; ++i) {
+    auto logprobs = step_logprobs(mx::reshape(logits, {1, vocab}), draft_.kernels());
+    auto token = mx::argmax(logprobs, -1);
+    mx::eval(token);
+    proposal.push_back(token.item<int>());
+    if (i + 1 == limit) break;  // the last proposal is fed only if it is accepted
+    logits = feed({proposal.back()});
+  }
+  return proposal;
+}
+
+void check_draft_compatible(const ModelRuntime& target, const ModelRuntime& draft) {
+  const int target_vocab = target.model().vocab_size(), draft_vocab = draft.model().vocab_size();
+  if (target_vocab != draft_vocab)
+    throw Error("the draft model's vocabulary has " + std::to_string(draft_vocab) +
+                " entries, the model's " + std::to_string(target_vocab));
+  if (target.eos_token_ids() != draft.eos_token_ids())
+    throw Error("the draft model's end-of-sequence tokens differ from the model's");
+  if (target.has_tokenizer() != draft.has_tokenizer())
+    throw Error("one of the model and the draft model has a tokenizer, the other none");
+  if (target.has_tokenizer()) {
+    const auto& a = target.tokenizer();
+    const auto& b = draft.tokenizer();
+    if (a.vocab_size() != b.vocab_size())
+      throw Error("the draft model's tokenizer has " + std::to_string(b.vocab_size()) +
+                  " tokens, the model's " + std::to_string(a.vocab_size()));
+    for (TokenId id = 0; id < static_cast<TokenId>(a.vocab_size()); ++id) {
+      const auto text_a = a.id_to_token(id), text_b = b.id_to_token(id);
+      if (text_a != text_b || a.is_special_token(id) != b.is_special_token(id))
+        throw Error("the draft model's token " + std::to_string(id) + " ('" +
+                    text_b.value_or("") + "') differs from the model's ('" + text_a.value_or("") +
+                    "')" + (a.is_special_token(id) != b.is_special_token(id)
+                                ? " in whether it is special"
+                                : ""));
+    }
+  }
+}
+
+}  // namespace mlx_cpp

@@ -1,0 +1,147 @@
+#include "engine/speculative/speculative_step.h"
+
+#include <mlx/ops.h>
+#include <mlx/transforms.h>
+
+#include <algorithm>
+
+namespace mlx_cpp {
+namespace mx = mlx::core;
+namespace {
+
+bool trimmable_after(const CacheList& caches, int tokens) {
+  return std::all_of(caches.begin(), caches.end(),
+                     [tokens](const auto& cache) { return cache->trimmable_after(tokens); });
+}
+
+// Logits [L, vocab] of `tokens` fed after the caches. `stepwise`: every
+// position as its own decode step computes it.
+mx::array forward_tokens(const LanguageModel& model, const std::vector<int>& tokens,
+                         CacheList& caches, bool stepwise) {
+  const int length = static_cast<int>(tokens.size());
+  mx::array logits = mx::array(0.0f);
+  if (stepwise) {
+    ForwardBatch batch;
+    batch.consecutive_positions = true;
+    batch.rows.assign(length, BatchRow{&caches, std::nullopt});
+    logits = model.forward_batch(mx::array(tokens.data(), {length, 1}, mx::int32), batch);
+  } else {
+    logits = model.forward(mx::array(tokens.data(), {1, length}, mx::int32), caches);
+  }
+  return mx::reshape(logits, {length, logits.shape(2)});
+}
+
+mx::array row_of(const mx::array& rows, int i) {
+  return mx::slice(rows, {i, 0}, {i + 1, rows.shape(1)});
+}
+
+// How many drafts the target accepts, and the token it adds after them.
+struct Verdict {
+  int accepted = 0;
+  int next = 0;
+};
+
+Verdict judge_greedy(const std::vector<mx::array>& logprobs, const std::vector<int>& drafts,
+                     Sampler& sampler) {
+  std::vector<mx::array> choices;
+  for (const auto& row : logprobs) choices.push_back(sampler(row));
+  mx::eval(choices);
+  Verdict verdict;
+  while (verdict.accepted < static_cast<int>(drafts.size()) &&
+         choices[verdict.accepted].item<int>() == drafts[verdict.accepted])
+    ++verdict.accepted;
+  verdict.next = choices[verdict.accepted].item<int>();
+  return verdict;
+}
+
+Verdict judge_sampled(const std::vector<mx::array>& logprobs, const std::vector<int>& drafts,
+                      Sampler& sampler) {
+  Verdict verdict;
+  for (std::size_t i = 0; i < drafts.size(); ++i) {
+    auto weights = sampler.draw_weights(logprobs[i]);  // [1, vocab]
+    auto draft = mx::array(drafts[i]);
+    auto p_draft = mx::take(mx::softmax(mx::astype(weights, mx::float32), -1, true), draft, -1);
+    auto u = sampler.uniform();
+    mx::eval({p_draft, u});
+    if (u.item<float>() < p_draft.item<float>()) {
+      ++verdict.accepted;
+      continue;
+    }
+    // The residual max(0, p - q) with q a point mass on the draft: p
+    // without the draft, renormalized (categorical normalizes).
+    auto vocab = mx::arange(weights.shape(1), mx::int32);
+    auto without = mx::where(mx::equal(vocab, draft),
+                             mx::array(-std::numeric_limits<float>::infinity(), weights.dtype()),
+                             weights);
+    auto token = sampler.draw(without);
+    mx::eval(token);
+    verdict.next = token.item<int>();
+    return verdict;
+  }
+  auto token = sampler.draw(sampler.draw_weights(logprobs.back()));
+  mx::eval(token);
+  verdict.next = token.item<int>();
+  return verdict;
+}
+
+}  // namespace
+
+bool speculative_step(const ModelRuntime& runtime, Sequence& sequence) {
+  const auto& options = sequence.request().options;
+  const int input = sequence.speculative_input();
+  std::vector<int> context = sequence.history();
+  context.push_back(input);
+  const int left = options.max_tokens - sequence.generated_tokens();
+  const int limit = std::max(0, std::min(options.speculative.draft_tokens, left));
+  const auto drafts = sequence.draft_source()->propose(context, limit);
+  const int proposed = static_cast<int>(drafts.size());
+
+  std::vector<int> fed{input};
+  fed.insert(fed.end(), drafts.begin(), drafts.end());
+  auto& caches = sequence.caches();
+  const bool trimmable = trimmable_after(caches, static_cast<int>(fed.size()));
+  std::optional<CacheList> snapshot;
+  if (!trimmable) snapshot = clone_cache_list(caches);
+  // The fast path (and caches that must be snapshotted) verify position by
+  // position; the stock path as mlx-lm does.
+  const bool stepwise = runtime.kernels() == KernelMode::fast || !trimmable;
+  auto logits = forward_tokens(runtime.model(), fed, caches, stepwise);
+
+  std::vector<mx::array> logprobs;
+  for (int i = 0; i <= proposed; ++i) {
+    auto row = row_of(logits, i);
+    if (sequence.penalized()) {
+      // Position i's logits follow every token up to fed[i].
+      std::vector<int> before(context.begin(), context.end());
+      before.insert(before.end(), drafts.begin(), drafts.begin() + i);
+      row = apply_logits_processors(row, before, options.penalties);
+    }
+    logprobs.push_back(step_logprobs(row, options.kernels));
+  }
+  auto& sampler = sequence.sampler();
+  const auto verdict = sampler.greedy() ? judge_greedy(logprobs, drafts, sampler)
+                                        : judge_sampled(logprobs, drafts, sampler);
+  const int accepted = verdict.accepted;
+
+  if (accepted < proposed) {
+    if (snapshot) {
+      caches = std::move(*snapshot);
+      forward_tokens(runtime.model(), {fed.begin(), fed.begin() + 1 + accepted}, caches, true);
+      evaluate_cache_state(caches);
+    } else {
+      for (auto& cache : caches) cache->trim(proposed - accepted);
+    }
+  }
+  sequence.count_drafts(proposed, accepted);
+  sequence.speculative_input_fed();
+  for (int j = 0; j < accepted; ++j) {
+    if (!sequence.deliver_token(drafts[j], mx::squeeze(logprobs[j], 0), /*fed=*/true)) {
+      // Finished inside the accepted run: the caches keep what was delivered.
+      for (auto& cache : caches) cache->trim(accepted - 1 - j);
+      return false;
+    }
+  }
+  return sequence.deliver_token(verdict.next, mx::squeeze(logprobs[accepted], 0), /*fed=*/false);
+}
+
+}  // namespace mlx_cpp

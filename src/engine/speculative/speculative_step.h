@@ -1,0 +1,31 @@
+#pragma once
+// One speculative step of a sequence: its draft source proposes up to k
+// tokens, one forward of the target verifies them after the sequence's
+// current token, and the longest accepted run plus one token of the
+// target's own is delivered; the target's caches are rolled back past the
+// first rejection. Lossless by construction:
+// - greedy: a draft is accepted when it is the target's argmax, so the
+//   tokens are plain decoding's. On the fast path the verify computes
+//   every position as its own decode step would
+//   (ForwardBatch::consecutive_positions), so the logprobs are plain
+//   decoding's bit for bit too. The stock path verifies with one forward
+//   of the k + 1 tokens, as mlx-lm's speculative_generate_step does, and
+//   is bit-exact with it.
+// - sampling: each proposal is a point mass (the sources are
+//   deterministic), so draft d at a position is accepted with probability
+//   p(d) under the target's distribution there (the sampler's filters and
+//   temperature applied), and a rejection draws from p without d,
+//   renormalized: every token's probability is exactly p's.
+// Caches that could not be trimmed after the verify (a sliding window
+// about to wrap) are snapshotted before it; a rejection restores the
+// snapshot and feeds the accepted tokens again.
+#include "engine/model_runtime.h"
+#include "engine/sequence.h"
+
+namespace mlx_cpp {
+
+// The sequence has a draft source and its prompt prefilled (all but the
+// last token). Returns false when it has finished.
+bool speculative_step(const ModelRuntime& runtime, Sequence& sequence);
+
+}  // namespace mlx_cpp

@@ -1,0 +1,358 @@
+// Speculative decoding is lossless. Fast path, greedy: a request drafted
+// by prompt lookup or by a draft model gets plain decoding's tokens and
+// every logprob bit for bit, on every architecture (gemma past its
+// sliding window too), alone and batched beside plain rows, and the
+// drafts were really proposed, accepted and rejected. Stock path, draft
+// model, greedy: mlx-lm's speculative_generate_step, every token and
+// logprob bit for bit (tools/oracle/speculative_goldens.py). Sampling:
+// the first tokens of many seeded runs are distributed as plain
+// sampling's (a chi-square test at p = 0.001), for every sampler feature
+// and both sources. Bad drafts and options are refused with the reason.
+#include <gtest/gtest.h>
+#include <mlx/io.h>
+#include <mlx/ops.h>
+#include <mlx/transforms.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "../model/golden_case.h"
+#include "engine/scheduler.h"
+#include "engine/speculative/prompt_lookup.h"
+#include "io/error.h"
+#include "scheduler_harness.h"
+
+namespace mlx_cpp {
+namespace {
+namespace mx = mlx::core;
+using testing::compare_traces;
+using testing::GoldenCase;
+using testing::ScriptedRequest;
+
+std::unique_ptr<ModelRuntime> tiny_runtime(const std::string& name, KernelMode kernels) {
+  auto golden = GoldenCase::load(name);
+  return ModelRuntime::for_token_ids(load_model(golden.model_directory, {kernels}), {0, kernels});
+}
+
+// A model of the same vocabulary that differs in its numbers: the same
+// architecture at another width.
+std::string draft_for(const std::string& target) {
+  const auto arch = target.substr(0, target.rfind('_'));
+  return arch + (target.substr(target.rfind('_')) == "_q4" ? "_q8" : "_q4");
+}
+
+// The golden prompts, and one that repeats itself (prompt lookup finds
+// its n-grams), each with 24 new tokens.
+std::vector<ScriptedRequest> requests_of(const GoldenCase& golden, const SpeculativeOptions& spec) {
+  std::vector<std::vector<int>> prompts;
+  for (const auto& [name, prompt] : golden.goldens["prompts"].items())
+    prompts.push_back(prompt["ids"].get<std::vector<int>>());
+  prompts.push_back({5, 6, 7, 8, 9, 10, 5, 6, 7, 8, 9, 10, 5, 6, 7});
+  std::vector<ScriptedRequest> requests;
+  for (auto& ids : prompts) {
+    ScriptedRequest scripted;
+    scripted.request.prompt_ids = ids;
+    scripted.request.options.max_tokens = 24;
+    scripted.request.options.speculative = spec;
+    requests.push_back(std::move(scripted));
+  }
+  return requests;
+}
+
+std::vector<ScriptedRequest> without_speculation(std::vector<ScriptedRequest> requests) {
+  for (auto& scripted : requests) scripted.request.options.speculative = {};
+  return requests;
+}
+
+struct Drafts {
+  int proposed = 0, accepted = 0;
+};
+
+Drafts drafts_of(const std::vector<testing::RequestTrace>& traces) {
+  Drafts total;
+  for (const auto& trace : traces) {
+    total.proposed += trace.result.stats.draft_proposed;
+    total.accepted += trace.result.stats.draft_accepted;
+  }
+  return total;
+}
+
+class FastGreedySpeculation : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FastGreedySpeculation, EqualsPlainDecodingBitForBit) {
+  const auto golden = GoldenCase::load(GetParam());
+  auto runtime = tiny_runtime(GetParam(), KernelMode::fast);
+  auto draft = tiny_runtime(draft_for(GetParam()), KernelMode::fast);
+  SchedulerOptions options;
+  options.prefill_chunk = 8;
+  Drafts total;
+  for (auto kind : {DraftKind::prompt_lookup, DraftKind::draft_model}) {
+    for (int k : {1, 3, 6}) {
+      SCOPED_TRACE(draft_kind_name(kind) + " k=" + std::to_string(k));
+      SpeculativeOptions spec;
+      spec.kind = kind;
+      spec.draft_tokens = k;
+      const auto requests = requests_of(golden, spec);
+      const auto plain = testing::run_alone(*runtime, options, without_speculation(requests));
+      Scheduler scheduler(*runtime, options, draft.get());
+      // Alone: one request after another on one scheduler.
+      std::vector<testing::RequestTrace> speculated;
+      for (const auto& request : requests)
+        speculated.push_back(testing::run_scripted(*runtime, options, {request}, &scheduler)[0]);
+      for (std::size_t i = 0; i < requests.size(); ++i)
+        EXPECT_EQ(compare_traces(speculated[i], plain[i]), "") << "request " << i;
+      const auto drafts = drafts_of(speculated);
+      EXPECT_GT(drafts.proposed, 0);
+      total.proposed += drafts.proposed;
+      total.accepted += drafts.accepted;
+    }
+  }
+  // Both ways out of a verify were taken.
+  EXPECT_GT(total.accepted, 0);
+  EXPECT_LT(total.accepted, total.proposed);
+}
+
+TEST_P(FastGreedySpeculation, RowsInABatchWithPlainRowsEqualPlainDecoding) {
+  const auto golden = GoldenCase::load(GetParam());
+  auto runtime = tiny_runtime(GetParam(), KernelMode::fast);
+  auto draft = tiny_runtime(draft_for(GetParam()), KernelMode::fast);
+  SchedulerOptions options;
+  options.prefill_chunk = 8;
+  options.max_batch = 6;
+  options.prefill_batch = 6;
+  SpeculativeOptions lookup, model;
+  lookup.kind = DraftKind::prompt_lookup;
+  model.kind = DraftKind::draft_model;
+  model.draft_tokens = 4;
+  std::vector<ScriptedRequest> requests;
+  int step = 0;
+  for (const auto& spec : {lookup, model, SpeculativeOptions{}})
+    for (auto scripted : requests_of(golden, spec)) {
+      scripted.submit_at_step = step++ % 4;
+      requests.push_back(std::move(scripted));
+    }
+  const auto plain = testing::run_alone(*runtime, options, without_speculation(requests));
+  Scheduler scheduler(*runtime, options, draft.get());
+  const auto batched = testing::run_scripted(*runtime, options, requests, &scheduler);
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    EXPECT_EQ(compare_traces(batched[i], plain[i]), "") << "request " << i;
+  EXPECT_EQ(scheduler.counts().decoding, 0);
+  EXPECT_EQ(scheduler.counts().kv_reserved_bytes, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllArchitectures, FastGreedySpeculation,
+                         ::testing::ValuesIn(testing::model_golden_cases()),
+                         [](const auto& info) { return info.param; });
+
+class StockSpeculationParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StockSpeculationParity, EqualsMlxLmSpeculativeGenerateStep) {
+  const auto directory = std::filesystem::path(MLX_CPP_GOLDENS) / "speculative_goldens" / GetParam();
+  std::ifstream stream(directory / "goldens.json");
+  ASSERT_TRUE(stream) << "missing goldens in " << directory;
+  const auto goldens = nlohmann::json::parse(stream);
+  const auto rows = mx::load_safetensors((directory / "logits.safetensors").string()).first;
+  auto runtime = tiny_runtime(GetParam(), KernelMode::stock);
+  auto draft = tiny_runtime(goldens["draft"].get<std::string>(), KernelMode::stock);
+  SchedulerOptions options;
+  options.max_batch = 1;
+  Scheduler scheduler(*runtime, options, draft.get());
+  for (const auto& run : goldens["runs"]) {
+    SCOPED_TRACE(run["key"].get<std::string>());
+    ScriptedRequest scripted;
+    scripted.request.prompt_ids = run["ids"].get<std::vector<int>>();
+    scripted.request.options.max_tokens = run["max_tokens"].get<int>();
+    scripted.request.options.speculative.kind = DraftKind::draft_model;
+    scripted.request.options.speculative.draft_tokens = run["draft_tokens"].get<int>();
+    const auto trace = testing::run_scripted(*runtime, options, {scripted}, &scheduler)[0];
+    const auto expected_tokens = run["tokens"].get<std::vector<int>>();
+    ASSERT_EQ(trace.result.completion_ids, expected_tokens);
+    const auto& expected = rows.at(run["key"].get<std::string>());
+    ASSERT_EQ(static_cast<int>(trace.logprobs.size()), expected.shape(0));
+    for (int i = 0; i < expected.shape(0); ++i) {
+      auto row = mx::reshape(mx::slice(expected, {i, 0}, {i + 1, expected.shape(1)}), {-1});
+      ASSERT_EQ(testing::compare_exact(trace.logprobs[i], row), "") << "token " << i;
+    }
+    int drafted = 0;
+    for (bool from_draft : run["from_draft"]) drafted += from_draft;
+    EXPECT_EQ(trace.result.stats.draft_accepted, drafted);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ArchitecturesBf16AndQ4, StockSpeculationParity,
+                         ::testing::Values("llama_bf16", "llama_q4", "llama_untied_bf16",
+                                           "llama_untied_q4", "qwen2_bf16", "qwen2_q4",
+                                           "qwen3_bf16", "qwen3_q4", "gemma3_text_bf16",
+                                           "gemma3_text_q4"),
+                         [](const auto& info) { return std::string(info.param); });
+
+// The first tokens of `runs` seeded runs (seeds 0..runs-1) of `request`.
+std::map<std::vector<int>, int> outcomes(Scheduler& scheduler, const ModelRuntime& runtime,
+                                         TextRequest request, int runs, Drafts& drafts) {
+  std::map<std::vector<int>, int> counts;
+  for (int seed = 0; seed < runs; ++seed) {
+    ScriptedRequest scripted;
+    scripted.request = request;
+    scripted.request.options.sampler.seed = seed;
+    const auto trace = testing::run_scripted(runtime, {}, {scripted}, &scheduler)[0];
+    counts[trace.result.completion_ids]++;
+    drafts.proposed += trace.result.stats.draft_proposed;
+    drafts.accepted += trace.result.stats.draft_accepted;
+  }
+  return counts;
+}
+
+// Two-sample chi-square statistic over outcomes of equal sample sizes
+// (cells seen fewer than 10 times in both together are pooled), and the
+// critical value at p = 0.001 for its degrees of freedom (Wilson-Hilferty).
+std::pair<double, double> chi_square(const std::map<std::vector<int>, int>& a,
+                                     const std::map<std::vector<int>, int>& b) {
+  std::map<std::vector<int>, std::pair<int, int>> cells;
+  for (const auto& [key, count] : a) cells[key].first = count;
+  for (const auto& [key, count] : b) cells[key].second = count;
+  std::vector<std::pair<int, int>> pooled{{0, 0}};
+  for (const auto& [key, pair] : cells) {
+    if (pair.first + pair.second < 10) {
+      pooled[0].first += pair.first;
+      pooled[0].second += pair.second;
+    } else {
+      pooled.push_back(pair);
+    }
+  }
+  if (pooled[0].first + pooled[0].second == 0) pooled.erase(pooled.begin());
+  double statistic = 0;
+  for (const auto& [x, y] : pooled) statistic += double(x - y) * (x - y) / (x + y);
+  const double df = std::max<double>(1, pooled.size() - 1);
+  const double z = 3.090;  // the normal's 0.999 quantile
+  const double critical = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3);
+  return {statistic, critical};
+}
+
+struct SamplingCase {
+  std::string name;
+  SamplerOptions sampler;
+  PenaltyOptions penalties;
+};
+
+// The tiny models' logits are steep (at temperature 1 the top token has
+// 0.99 of the mass), so temperatures of 2 to 3 spread the outcomes, and
+// the filters (which act before the temperature, as mlx-lm's) are set to
+// keep a handful of tokens.
+std::vector<SamplingCase> sampling_cases() {
+  std::vector<SamplingCase> cases(5);
+  cases[0].name = "temperature";
+  cases[0].sampler.temperature = 2.5f;
+  cases[1].name = "top_p";
+  cases[1].sampler.temperature = 3.0f;
+  cases[1].sampler.top_p = 0.999f;
+  cases[2].name = "top_k";
+  cases[2].sampler.temperature = 3.0f;
+  cases[2].sampler.top_k = 8;
+  cases[3].name = "min_p";
+  cases[3].sampler.temperature = 3.0f;
+  cases[3].sampler.min_p = 0.0002f;
+  cases[4].name = "penalties_and_bias";
+  cases[4].sampler.temperature = 2.5f;
+  cases[4].penalties.repetition_penalty = 1.5f;
+  cases[4].penalties.presence_penalty = 0.5f;
+  cases[4].penalties.logit_bias = {{7, 2.0f}, {8, -3.0f}};
+  return cases;
+}
+
+TEST(SampledSpeculation, DistributesTokensAsPlainSampling) {
+  constexpr int kRuns = 400;
+  auto runtime = tiny_runtime("qwen2_q4", KernelMode::fast);
+  auto draft = tiny_runtime(draft_for("qwen2_q4"), KernelMode::fast);
+  Scheduler scheduler(*runtime, {}, draft.get());
+  for (const auto& sampling : sampling_cases()) {
+    for (auto kind : {DraftKind::prompt_lookup, DraftKind::draft_model}) {
+      SCOPED_TRACE(sampling.name + ", " + draft_kind_name(kind));
+      TextRequest request;
+      request.prompt_ids = {5, 6, 7, 8, 9, 10, 5, 6, 7, 8, 9, 10, 5, 6, 7};
+      request.options.max_tokens = 3;
+      request.options.sampler = sampling.sampler;
+      request.options.penalties = sampling.penalties;
+      Drafts none, drafts;
+      const auto plain = outcomes(scheduler, *runtime, request, kRuns, none);
+      request.options.speculative.kind = kind;
+      request.options.speculative.draft_tokens = 2;
+      const auto speculated = outcomes(scheduler, *runtime, request, kRuns, drafts);
+      const auto [statistic, critical] = chi_square(speculated, plain);
+      EXPECT_LT(statistic, critical) << plain.size() << " outcomes";
+      EXPECT_GE(plain.size(), 6u) << "too few outcomes for a test";
+      // Not a vacuous pass: drafts were proposed, and both accepted and not.
+      EXPECT_GT(drafts.accepted, 0);
+      EXPECT_LT(drafts.accepted, drafts.proposed);
+    }
+  }
+}
+
+TEST(SampledSpeculation, TheChiSquareTestTellsDistributionsApart) {
+  // Outcomes at a lower temperature (closer to what accepting greedy drafts
+  // too often would give) against plain sampling: the test must tell.
+  auto runtime = tiny_runtime("qwen2_q4", KernelMode::fast);
+  Scheduler scheduler(*runtime, {});
+  TextRequest request;
+  request.prompt_ids = {5, 6, 7, 8, 9, 10, 5, 6, 7, 8, 9, 10, 5, 6, 7};
+  request.options.max_tokens = 3;
+  request.options.sampler.temperature = 3.0f;
+  Drafts drafts;
+  const auto warm = outcomes(scheduler, *runtime, request, 400, drafts);
+  request.options.sampler.temperature = 2.0f;
+  const auto colder = outcomes(scheduler, *runtime, request, 400, drafts);
+  const auto [statistic, critical] = chi_square(colder, warm);
+  EXPECT_GT(statistic, critical);
+}
+
+TEST(PromptLookup, ProposesWhatFollowedTheLatestLongestMatch) {
+  PromptLookup lookup(3);
+  // "1 2 3" occurs twice before the end; the latest one is followed by 7 8.
+  EXPECT_EQ(lookup.propose({1, 2, 3, 4, 5, 1, 2, 3, 7, 8, 9, 1, 2, 3}, 4),
+            (std::vector<int>{7, 8, 9, 1}));
+  EXPECT_EQ(lookup.propose({1, 2, 3, 4, 5, 1, 2, 3, 7, 8, 9, 1, 2, 3}, 2),
+            (std::vector<int>{7, 8}));
+  // No 3-gram or 2-gram recurs, the 1-gram "4" does.
+  EXPECT_EQ(lookup.propose({4, 9, 1, 2, 4}, 3), (std::vector<int>{9, 1, 2}));
+  // The match may run into the suffix itself (a repeating pattern).
+  EXPECT_EQ(lookup.propose({6, 6, 6}, 5), (std::vector<int>{6}));
+  EXPECT_TRUE(lookup.propose({1, 2, 3}, 3).empty());
+  EXPECT_TRUE(lookup.propose({1}, 3).empty());
+}
+
+TEST(SpeculativeRefusals, NameTheProblem) {
+  auto runtime = tiny_runtime("qwen2_q4", KernelMode::fast);
+  SchedulerOptions batched;
+  batched.max_batch = 4;
+  auto gemma_stock = tiny_runtime("gemma3_text_q4", KernelMode::stock);
+  Scheduler windows(*gemma_stock, batched);
+  TextRequest windowed;
+  windowed.prompt_ids = {1, 2, 3};
+  windowed.options.speculative.kind = DraftKind::prompt_lookup;
+  try {
+    windows.validate(windowed);
+    FAIL() << "stock speculation in a batch with sliding windows was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("--max-batch 1"), std::string::npos) << error.what();
+  }
+  Scheduler scheduler(*runtime, {});
+  TextRequest request;
+  request.prompt_ids = {1, 2, 3};
+  request.options.speculative.kind = DraftKind::draft_model;
+  try {
+    scheduler.validate(request);
+    FAIL() << "a draft-model request without a draft model was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("--draft-model"), std::string::npos) << error.what();
+  }
+  request.options.speculative.kind = DraftKind::prompt_lookup;
+  request.options.speculative.draft_tokens = 0;
+  EXPECT_THROW(scheduler.validate(request), Error);
+  request.options.speculative.draft_tokens = 4;
+  request.options.speculative.ngram = 0;
+  EXPECT_THROW(scheduler.validate(request), Error);
+  EXPECT_THROW(parse_draft_kind("medusa"), Error);
+}
+
+}  // namespace
+}  // namespace mlx_cpp
