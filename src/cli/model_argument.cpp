@@ -52,6 +52,12 @@ void add_speculative_options(CLI::App* command, SpeculativeArguments& speculativ
   command->add_option("--spec-ngram", speculative.ngram,
                       "Prompt lookup: the longest n-gram to match")
       ->capture_default_str();
+  command
+      ->add_option("--spec-schedule", speculative.schedule,
+                   "confidence: verify as many drafts as pay on this machine (at most "
+                   "--draft-tokens, none when none do); fixed: always --draft-tokens")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"confidence", "fixed"}));
 }
 
 SpeculativeOptions SpeculativeArguments::to_options() const {
@@ -60,6 +66,7 @@ SpeculativeOptions SpeculativeArguments::to_options() const {
                                 : parse_draft_kind(source);
   options.draft_tokens = draft_tokens;
   options.ngram = ngram;
+  options.confidence = schedule != "fixed";
   if (options.kind == DraftKind::draft_model && draft_model.empty())
     throw Error("--spec draft needs --draft-model");
   if (options.enabled()) validate_speculative_options(options);

@@ -42,6 +42,7 @@ struct SpeculativeArguments {
   std::string source;       // draft | prompt-lookup | none; empty: draft when draft_model is set
   int draft_tokens = SpeculativeOptions{}.draft_tokens;
   int ngram = SpeculativeOptions{}.ngram;
+  std::string schedule = "confidence";  // or "fixed"
   // Validated options; throws Error for --spec draft without a draft model.
   SpeculativeOptions to_options() const;
   // The draft model's directory, if one was named.

@@ -128,6 +128,7 @@ void run_serve(const ServeArguments& args) {
                                               meminfo_bytes("MemAvailable") / 4);
   scheduling.memory_budget =
       parse_bytes("--memory-budget", args.memory_budget, automatic_memory_budget());
+  scheduling.keep_draft_calibration = true;
   const auto speculative = args.speculative.to_options();
   const auto draft_directory = args.speculative.draft_directory();
   server::EngineThread engine(

@@ -303,10 +303,27 @@ void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
 }
 
 void Scheduler::speculate() {
-  for (auto& sequence : speculating_)
-    if (!speculative_step(runtime_, *sequence)) retire(std::move(sequence));
+  for (auto& sequence : speculating_) {
+    auto* schedule = schedule_for(sequence->request().options.speculative);
+    if (!speculative_step(runtime_, *sequence, schedule)) retire(std::move(sequence));
+  }
   speculating_.erase(std::remove(speculating_.begin(), speculating_.end(), nullptr),
                      speculating_.end());
+}
+
+DraftSchedule* Scheduler::schedule_for(const SpeculativeOptions& options) {
+  if (!options.confidence) return nullptr;
+  auto& schedule = schedules_[options.kind];
+  if (!schedule) {
+    std::optional<std::filesystem::path> file;
+    if (options_.keep_draft_calibration)
+      file = draft_schedule_file(runtime_.loaded().directory, options.kind,
+                                 options.kind == DraftKind::draft_model
+                                     ? draft_->loaded().directory
+                                     : std::filesystem::path());
+    schedule = std::make_unique<DraftSchedule>(options.kind, file);
+  }
+  return schedule.get();
 }
 
 std::unique_ptr<DraftSource> Scheduler::make_draft_source(

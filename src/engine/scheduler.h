@@ -11,6 +11,7 @@
 // on their own). Not thread-safe: one thread calls everything.
 #include <cstddef>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "engine/model_runtime.h"
 #include "engine/prefix_cache.h"
 #include "engine/sequence.h"
+#include "engine/speculative/draft_schedule.h"
 #include "engine/window_phase.h"
 
 namespace mlx_cpp {
@@ -34,6 +36,9 @@ struct SchedulerOptions {
   // generate one token is refused, and waiting sequences are admitted as
   // memory frees.
   std::size_t memory_budget = 0;
+  // Confidence-scheduled speculation keeps what it learned (acceptance per
+  // confidence, costs on this machine) beside the model cache.
+  bool keep_draft_calibration = false;
 };
 
 // A snapshot for /stats and tests.
@@ -89,6 +94,9 @@ class Scheduler {
   // One speculative step of each speculating sequence; the finished leave.
   void speculate();
   std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options) const;
+  // The confidence schedule of a source (one per source, shared by its
+  // sequences); null for a fixed number of drafts.
+  DraftSchedule* schedule_for(const SpeculativeOptions& options);
   void retire(std::unique_ptr<Sequence> sequence);
 
   // The memory to reserve for a waiting sequence, nullopt while it does
@@ -113,6 +121,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> decoding_;    // in batch row order
   // Decoding by speculative steps, each on its own (engine/speculative/).
   std::vector<std::unique_ptr<Sequence>> speculating_;
+  std::map<DraftKind, std::unique_ptr<DraftSchedule>> schedules_;
   PrefixCache prefix_cache_;
 };
 

@@ -168,7 +168,7 @@ void Sequence::count_drafts(int proposed, int accepted) {
   stats.draft_kind = request_.options.speculative.kind;
   stats.draft_proposed += proposed;
   stats.draft_accepted += accepted;
-  stats.draft_steps++;
+  if (proposed > 0) stats.draft_steps++;
 }
 
 std::vector<int> Sequence::finish() {

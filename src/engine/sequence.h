@@ -102,7 +102,8 @@ class Sequence {
   // becomes the next speculative input.
   bool deliver_token(int id, const mlx::core::array& logprobs, bool fed);
   int generated_tokens() const { return result_.stats.generated_tokens; }
-  // One verify: tokens proposed by the draft source and accepted.
+  // One speculative step: tokens proposed by the draft source and
+  // accepted (steps that proposed nothing count no verify).
   void count_drafts(int proposed, int accepted);
   Sampler& sampler() { return sampler_; }
 

@@ -15,6 +15,7 @@ std::unique_ptr<Session> Session::open(const std::filesystem::path& directory,
   // snapshot at the newest prompt's boundary.
   scheduling.prompt_cache_bytes = std::numeric_limits<std::size_t>::max();
   scheduling.prompt_cache_entries = 2;
+  scheduling.keep_draft_calibration = true;
   if (options.draft_model)
     session->draft_ = ModelRuntime::open(*options.draft_model, {options.context_size, options.kernels});
   session->scheduler_ =

@@ -58,7 +58,8 @@ struct GenerationStats {
   // the caches hold prompt + fed_ids.
   std::vector<int> fed_ids;
   // Speculative decoding: which source drafted, the tokens it proposed,
-  // those of them the verify accepted, in how many verifies.
+  // those of them the verify accepted, in how many verifies (of at least
+  // one draft).
   DraftKind draft_kind = DraftKind::none;
   int draft_proposed = 0, draft_accepted = 0, draft_steps = 0;
   double prompt_tokens_per_second() const;

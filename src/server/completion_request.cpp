@@ -100,7 +100,7 @@ void parse_sampling(const nlohmann::ordered_json& body, const ModelInfo& model,
 }
 
 // "speculative": a source name ("draft", "prompt-lookup", "none"), false,
-// or {"source", "draft_tokens", "ngram"} (fields left out keep the
+// or {"source", "draft_tokens", "ngram", "schedule"} (fields left out keep the
 // server's default); llama.cpp's "speculative.n_max" sets draft_tokens.
 void parse_speculative(const nlohmann::ordered_json& body, SpeculativeOptions& options) {
   const auto it = body.find("speculative");
@@ -120,6 +120,12 @@ void parse_speculative(const nlohmann::ordered_json& body, SpeculativeOptions& o
       if (auto source = optional_string(*it, "source")) options.kind = kind_of(*source);
       if (auto k = optional_integer(*it, "draft_tokens")) options.draft_tokens = int(*k);
       if (auto n = optional_integer(*it, "ngram")) options.ngram = int(*n);
+      if (auto schedule = optional_string(*it, "schedule")) {
+        if (*schedule != "confidence" && *schedule != "fixed")
+          throw invalid_request("'speculative.schedule' must be confidence or fixed",
+                                "speculative");
+        options.confidence = *schedule == "confidence";
+      }
     } else {
       throw invalid_request("'speculative' must be a source name, false or an object",
                             "speculative");

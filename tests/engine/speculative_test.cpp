@@ -88,11 +88,13 @@ TEST_P(FastGreedySpeculation, EqualsPlainDecodingBitForBit) {
   options.prefill_chunk = 8;
   Drafts total;
   for (auto kind : {DraftKind::prompt_lookup, DraftKind::draft_model}) {
-    for (int k : {1, 3, 6}) {
-      SCOPED_TRACE(draft_kind_name(kind) + " k=" + std::to_string(k));
+    // Fixed numbers of drafts, then confidence scheduling (up to 6).
+    for (int k : {1, 3, 6, 0}) {
+      SCOPED_TRACE(draft_kind_name(kind) + (k ? " k=" + std::to_string(k) : " confidence"));
       SpeculativeOptions spec;
       spec.kind = kind;
-      spec.draft_tokens = k;
+      spec.draft_tokens = k ? k : 6;
+      spec.confidence = k == 0;
       const auto requests = requests_of(golden, spec);
       const auto plain = testing::run_alone(*runtime, options, without_speculation(requests));
       Scheduler scheduler(*runtime, options, draft.get());
@@ -103,6 +105,7 @@ TEST_P(FastGreedySpeculation, EqualsPlainDecodingBitForBit) {
       for (std::size_t i = 0; i < requests.size(); ++i)
         EXPECT_EQ(compare_traces(speculated[i], plain[i]), "") << "request " << i;
       const auto drafts = drafts_of(speculated);
+      if (k == 0) continue;  // the schedule may choose plain steps
       EXPECT_GT(drafts.proposed, 0);
       total.proposed += drafts.proposed;
       total.accepted += drafts.accepted;
@@ -123,6 +126,7 @@ TEST_P(FastGreedySpeculation, RowsInABatchWithPlainRowsEqualPlainDecoding) {
   options.prefill_batch = 6;
   SpeculativeOptions lookup, model;
   lookup.kind = DraftKind::prompt_lookup;
+  lookup.confidence = false;
   model.kind = DraftKind::draft_model;
   model.draft_tokens = 4;
   std::vector<ScriptedRequest> requests;
@@ -165,6 +169,7 @@ TEST_P(StockSpeculationParity, EqualsMlxLmSpeculativeGenerateStep) {
     scripted.request.options.max_tokens = run["max_tokens"].get<int>();
     scripted.request.options.speculative.kind = DraftKind::draft_model;
     scripted.request.options.speculative.draft_tokens = run["draft_tokens"].get<int>();
+    scripted.request.options.speculative.confidence = false;  // mlx-lm drafts a fixed number
     const auto trace = testing::run_scripted(*runtime, options, {scripted}, &scheduler)[0];
     const auto expected_tokens = run["tokens"].get<std::vector<int>>();
     ASSERT_EQ(trace.result.completion_ids, expected_tokens);
@@ -277,6 +282,7 @@ TEST(SampledSpeculation, DistributesTokensAsPlainSampling) {
       const auto plain = outcomes(scheduler, *runtime, request, kRuns, none);
       request.options.speculative.kind = kind;
       request.options.speculative.draft_tokens = 2;
+      request.options.speculative.confidence = false;
       const auto speculated = outcomes(scheduler, *runtime, request, kRuns, drafts);
       const auto [statistic, critical] = chi_square(speculated, plain);
       EXPECT_LT(statistic, critical) << plain.size() << " outcomes";
@@ -306,18 +312,36 @@ TEST(SampledSpeculation, TheChiSquareTestTellsDistributionsApart) {
 }
 
 TEST(PromptLookup, ProposesWhatFollowedTheLatestLongestMatch) {
-  PromptLookup lookup(3);
   // "1 2 3" occurs twice before the end; the latest one is followed by 7 8.
-  EXPECT_EQ(lookup.propose({1, 2, 3, 4, 5, 1, 2, 3, 7, 8, 9, 1, 2, 3}, 4),
-            (std::vector<int>{7, 8, 9, 1}));
-  EXPECT_EQ(lookup.propose({1, 2, 3, 4, 5, 1, 2, 3, 7, 8, 9, 1, 2, 3}, 2),
-            (std::vector<int>{7, 8}));
+  const std::vector<int> context{1, 2, 3, 4, 5, 1, 2, 3, 7, 8, 9, 1, 2, 3};
+  EXPECT_EQ(PromptLookup(3).propose(context, 4).tokens, (std::vector<int>{7, 8, 9, 1}));
+  const auto two = PromptLookup(3).propose(context, 2);
+  EXPECT_EQ(two.tokens, (std::vector<int>{7, 8}));
+  EXPECT_EQ(two.confidence, (std::vector<float>{3, 3}));  // a 3-gram matched
   // No 3-gram or 2-gram recurs, the 1-gram "4" does.
-  EXPECT_EQ(lookup.propose({4, 9, 1, 2, 4}, 3), (std::vector<int>{9, 1, 2}));
+  const auto one = PromptLookup(3).propose({4, 9, 1, 2, 4}, 3);
+  EXPECT_EQ(one.tokens, (std::vector<int>{9, 1, 2}));
+  EXPECT_EQ(one.confidence, (std::vector<float>{1, 1, 1}));
   // The match may run into the suffix itself (a repeating pattern).
-  EXPECT_EQ(lookup.propose({6, 6, 6}, 5), (std::vector<int>{6}));
-  EXPECT_TRUE(lookup.propose({1, 2, 3}, 3).empty());
-  EXPECT_TRUE(lookup.propose({1}, 3).empty());
+  EXPECT_EQ(PromptLookup(3).propose({6, 6, 6}, 5).tokens, (std::vector<int>{6}));
+  EXPECT_TRUE(PromptLookup(3).propose({1, 2, 3}, 3).tokens.empty());
+  EXPECT_TRUE(PromptLookup(3).propose({1}, 3).tokens.empty());
+}
+
+TEST(PromptLookup, ACopyGoesOnFromWhereItWas) {
+  // Two lines alike up to their last token: "5 6 7 1" and "5 6 7 2". A
+  // copy of the first line goes on with its own end, not the latest line's.
+  PromptLookup lookup(3);
+  std::vector<int> context{9, 5, 6, 7, 1, 8, 5, 6, 7, 2, 8, 9, 5};
+  auto first = lookup.propose(context, 2);  // after "8 9 5": the 3-gram at the start
+  EXPECT_EQ(first.tokens, (std::vector<int>{6, 7}));
+  context.insert(context.end(), {6, 7});
+  auto next = lookup.propose(context, 2);  // the copy goes on: 1, not 2
+  EXPECT_EQ(next.tokens, (std::vector<int>{1, 8}));
+  EXPECT_EQ(next.confidence, (std::vector<float>{4, 4}));  // a continued copy
+  // When the context leaves the copy, the longest match decides again.
+  context.insert(context.end(), {2, 8});
+  EXPECT_EQ(lookup.propose(context, 1).tokens, (std::vector<int>{9}));
 }
 
 TEST(SpeculativeRefusals, NameTheProblem) {

@@ -4,6 +4,7 @@
 #include <mlx/transforms.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "io/error.h"
 
@@ -57,20 +58,33 @@ mx::array DraftModelSource::catch_up(const std::vector<int>& context) {
   return mx::slice(logits, {0, logits.shape(1) - 1, 0}, {1, logits.shape(1), logits.shape(2)});
 }
 
-std::vector<int> DraftModelSource::propose(const std::vector<int>& context, int limit) {
-  std::vector<int> proposal;
-  if (limit <= 0 || context.empty()) return proposal;
+Draft DraftModelSource::propose(const std::vector<int>& context, int limit,
+                                const DraftMore& more) {
+  Draft draft;
+  if (limit <= 0 || context.empty()) return draft;
   auto logits = catch_up(context);
+  mx::eval(logits);
+  const auto start = std::chrono::steady_clock::now();
   const int vocab = logits.shape(2);
   for (int i = 0; i < limit; ++i) {
     auto logprobs = step_logprobs(mx::reshape(logits, {1, vocab}), draft_.kernels());
     auto token = mx::argmax(logprobs, -1);
-    mx::eval(token);
-    proposal.push_back(token.item<int>());
-    if (i + 1 == limit) break;  // the last proposal is fed only if it is accepted
-    logits = feed({proposal.back()});
+    auto probability = mx::exp(mx::astype(mx::max(logprobs), mx::float32));
+    mx::eval({token, probability});
+    draft.tokens.push_back(token.item<int>());
+    draft.confidence.push_back(probability.item<float>());
+    // The last proposal is fed only if it is accepted.
+    if (i + 1 == limit || (more && !more(draft.confidence))) break;
+    logits = feed({draft.tokens.back()});
   }
-  return proposal;
+  // The first token's forward was part of catching up: the time is that
+  // of the others, spread over all.
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  draft.seconds = draft.tokens.size() > 1
+                      ? seconds * draft.tokens.size() / (draft.tokens.size() - 1)
+                      : seconds;
+  return draft;
 }
 
 void check_draft_compatible(const ModelRuntime& target, const ModelRuntime& draft) {

@@ -17,7 +17,8 @@ class DraftModelSource : public DraftSource {
   // prefill_chunk: tokens per forward while the draft catches up with a
   // long context (the prompt).
   DraftModelSource(const ModelRuntime& draft, int prefill_chunk);
-  std::vector<int> propose(const std::vector<int>& context, int limit) override;
+  // Confidence: the draft's probability of each token it proposes.
+  Draft propose(const std::vector<int>& context, int limit, const DraftMore& more = {}) override;
   std::string name() const override { return "draft"; }
 
  private:

@@ -4,18 +4,35 @@
 // one forward of the target model and keeps the longest accepted run; the
 // next proposal's context tells the source what was kept (a source with
 // state, like a draft model's caches, rolls itself back to it).
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace mlx_cpp {
+
+struct Draft {
+  std::vector<int> tokens;
+  // Per token, what the source knows of its chance: a draft model's own
+  // probability of the token; prompt lookup's n-gram length of the match
+  // (engine/speculative/draft_schedule.h maps both to acceptance).
+  std::vector<float> confidence;
+  // Seconds spent drafting these tokens, not counting catching up with
+  // the context (a draft model's prefill of what it has not seen).
+  double seconds = 0;
+};
+
+// Asked by sources that draft token by token, after each token, whether
+// to draft another (the confidences so far).
+using DraftMore = std::function<bool(const std::vector<float>& confidence)>;
 
 class DraftSource {
  public:
   virtual ~DraftSource() = default;
   // Up to `limit` tokens to follow `context`: every token of the sequence
   // so far (prompt and output), the last one not yet seen by the target.
-  // Fewer (or none) when the source has nothing worth proposing.
-  virtual std::vector<int> propose(const std::vector<int>& context, int limit) = 0;
+  // Fewer (or none) when the source has nothing worth proposing or `more`
+  // says stop.
+  virtual Draft propose(const std::vector<int>& context, int limit, const DraftMore& more) = 0;
   // "draft" or "prompt-lookup" (telemetry).
   virtual std::string name() const = 0;
 };

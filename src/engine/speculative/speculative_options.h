@@ -15,6 +15,10 @@ struct SpeculativeOptions {
   DraftKind kind = DraftKind::none;
   int draft_tokens = 3;  // proposals per verify at most (mlx-lm's num_draft_tokens is 2)
   int ngram = 3;         // prompt lookup: the longest n-gram it matches (then shorter ones)
+  // Confidence scheduling (engine/speculative/draft_schedule.h): each
+  // verify checks as many drafts (at most draft_tokens) as pay on this
+  // machine, none when none do. Off: always draft_tokens.
+  bool confidence = true;
   bool enabled() const { return kind != DraftKind::none; }
 };
 

@@ -4,6 +4,7 @@
 #include <mlx/transforms.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace mlx_cpp {
 namespace mx = mlx::core;
@@ -86,14 +87,36 @@ Verdict judge_sampled(const std::vector<mx::array>& logprobs, const std::vector<
 
 }  // namespace
 
-bool speculative_step(const ModelRuntime& runtime, Sequence& sequence) {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSchedule* schedule) {
   const auto& options = sequence.request().options;
   const int input = sequence.speculative_input();
   std::vector<int> context = sequence.history();
   context.push_back(input);
   const int left = options.max_tokens - sequence.generated_tokens();
   const int limit = std::max(0, std::min(options.speculative.draft_tokens, left));
-  const auto drafts = sequence.draft_source()->propose(context, limit);
+  Draft draft;
+  // Prompt lookup costs nothing to ask; a draft model is asked only when
+  // its drafts are likely to pay.
+  const bool costly = options.speculative.kind == DraftKind::draft_model;
+  if (limit > 0 && (!schedule || !costly || schedule->worth_drafting())) {
+    DraftMore more;
+    if (schedule)
+      more = [schedule, limit](const std::vector<float>& c) {
+        return schedule->worth_another(c, limit);
+      };
+    draft = sequence.draft_source()->propose(context, limit, more);
+  }
+  const int drafted = static_cast<int>(draft.tokens.size());
+  if (schedule) {
+    const int chosen = schedule->choose(draft.confidence);
+    draft.tokens.resize(chosen);
+    draft.confidence.resize(chosen);
+  }
+  const auto& drafts = draft.tokens;
   const int proposed = static_cast<int>(drafts.size());
 
   std::vector<int> fed{input};
@@ -103,8 +126,10 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence) {
   std::optional<CacheList> snapshot;
   if (!trimmable) snapshot = clone_cache_list(caches);
   // The fast path (and caches that must be snapshotted) verify position by
-  // position; the stock path as mlx-lm does.
-  const bool stepwise = runtime.kernels() == KernelMode::fast || !trimmable;
+  // position; the stock path as mlx-lm does. One token alone is a plain
+  // step (on the fast path the fused one, with the same logits).
+  const bool stepwise = (runtime.kernels() == KernelMode::fast || !trimmable) && fed.size() > 1;
+  const auto verify_start = std::chrono::steady_clock::now();
   auto logits = forward_tokens(runtime.model(), fed, caches, stepwise);
 
   std::vector<mx::array> logprobs;
@@ -122,6 +147,11 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence) {
   const auto verdict = sampler.greedy() ? judge_greedy(logprobs, drafts, sampler)
                                         : judge_sampled(logprobs, drafts, sampler);
   const int accepted = verdict.accepted;
+  if (schedule) {
+    schedule->record_cost(static_cast<int>(fed.size()), seconds_since(verify_start), drafted,
+                          draft.seconds);
+    schedule->record_outcome(draft.confidence, accepted);
+  }
 
   if (accepted < proposed) {
     if (snapshot) {

@@ -21,11 +21,14 @@
 // snapshot and feeds the accepted tokens again.
 #include "engine/model_runtime.h"
 #include "engine/sequence.h"
+#include "engine/speculative/draft_schedule.h"
 
 namespace mlx_cpp {
 
 // The sequence has a draft source and its prompt prefilled (all but the
-// last token). Returns false when it has finished.
-bool speculative_step(const ModelRuntime& runtime, Sequence& sequence);
+// last token). `schedule` (confidence scheduling; null: a fixed number of
+// drafts) decides how many drafts to verify and learns from the outcome.
+// Returns false when it has finished.
+bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSchedule* schedule);
 
 }  // namespace mlx_cpp

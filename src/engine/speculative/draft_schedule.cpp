@@ -1,0 +1,208 @@
+#include "engine/speculative/draft_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/json_file.h"
+#include "io/model_cache.h"
+
+namespace mlx_cpp {
+namespace {
+
+constexpr int kFormatVersion = 1;
+// Draft-model probabilities in tenths; lookup n-gram lengths 1..16 and a
+// continued copy, for the first draft and for the later ones.
+constexpr int kProbabilityBuckets = 10;
+constexpr int kLookupLengths = 17;
+// Weight of the newest cost sample in its running average.
+constexpr double kCostWeight = 0.2;
+// Before any verify was measured, a verify of L tokens is assumed to cost
+// 1 + (L - 1) / 2 plain steps (the batched gemv's cost on a 2-core AVX2
+// machine; learned from the first verifies on).
+constexpr double kPriorExtraPerToken = 0.5;
+
+int bucket_count(DraftKind kind) {
+  return kind == DraftKind::draft_model ? kProbabilityBuckets : 2 * kLookupLengths;
+}
+
+}  // namespace
+
+DraftSchedule::DraftSchedule(DraftKind kind, std::optional<std::filesystem::path> file)
+    : kind_(kind),
+      file_(std::move(file)),
+      buckets_(bucket_count(kind)),
+      verify_(kMaxLength + 1) {
+  if (!file_ || !std::filesystem::exists(*file_)) return;
+  try {
+    std::ifstream stream(*file_);
+    const auto json = nlohmann::json::parse(stream);
+    if (json.value("version", 0) != kFormatVersion) return;
+    const auto& buckets = json.at("buckets");
+    if (buckets.size() != buckets_.size()) return;
+    for (std::size_t b = 0; b < buckets_.size(); ++b)
+      buckets_[b] = {buckets[b].at(0).get<double>(), buckets[b].at(1).get<double>()};
+    const auto& verify = json.at("verify_seconds");
+    for (std::size_t l = 0; l < verify.size() && l < verify_.size(); ++l)
+      verify_[l] = {verify[l].at(0).get<double>(), verify[l].at(1).get<double>()};
+    draft_per_token_ = {json.at("draft_seconds").at(0).get<double>(),
+                        json.at("draft_seconds").at(1).get<double>()};
+  } catch (const std::exception&) {
+    // A damaged calibration is only a lost head start: begin afresh.
+    buckets_.assign(bucket_count(kind), Bucket{});
+    verify_.assign(kMaxLength + 1, Cost{});
+    draft_per_token_ = {};
+  }
+}
+
+DraftSchedule::~DraftSchedule() {
+  try {
+    save();
+  } catch (const std::exception&) {
+    // Keeping the calibration is a convenience, never a reason to fail.
+  }
+}
+
+void DraftSchedule::save() const {
+  if (!file_) return;
+  nlohmann::json json;
+  json["version"] = kFormatVersion;
+  json["kind"] = draft_kind_name(kind_);
+  for (const auto& b : buckets_) json["buckets"].push_back({b.accepted, b.tried});
+  for (const auto& c : verify_) json["verify_seconds"].push_back({c.seconds, c.count});
+  json["draft_seconds"] = {draft_per_token_.seconds, draft_per_token_.count};
+  std::filesystem::create_directories(file_->parent_path());
+  write_json_file(*file_, json);
+}
+
+int DraftSchedule::bucket(float confidence, int position) const {
+  if (kind_ == DraftKind::draft_model)
+    return std::clamp(static_cast<int>(confidence * kProbabilityBuckets), 0,
+                      kProbabilityBuckets - 1);
+  const int length = std::clamp(static_cast<int>(confidence), 1, kLookupLengths) - 1;
+  return (position == 0 ? 0 : kLookupLengths) + length;
+}
+
+double DraftSchedule::acceptance(float confidence, int position) const {
+  const auto& b = buckets_[bucket(confidence, position)];
+  return (b.accepted + 2) / (b.tried + 3);
+}
+
+double DraftSchedule::verify_seconds(int length) const {
+  length = std::clamp(length, 1, kMaxLength);
+  if (verify_[length].count >= 1) return verify_[length].seconds;
+  // Extrapolate from the nearest measured lengths (a line through two, a
+  // plain step's multiple through one).
+  int below = 0, above = 0;
+  for (int l = length - 1; l >= 1 && !below; --l)
+    if (verify_[l].count >= 1) below = l;
+  for (int l = length + 1; l <= kMaxLength && !above; ++l)
+    if (verify_[l].count >= 1) above = l;
+  if (below && above)
+    return verify_[below].seconds + (verify_[above].seconds - verify_[below].seconds) *
+                                        (length - below) / (above - below);
+  const int known = below ? below : above;
+  if (!known) return 1.0 + kPriorExtraPerToken * (length - 1);  // in plain steps
+  int other = 0;
+  for (int l = known + (below ? -1 : 1); l >= 1 && l <= kMaxLength && !other; l += below ? -1 : 1)
+    if (verify_[l].count >= 1) other = l;
+  if (other) {
+    const double slope = (verify_[known].seconds - verify_[other].seconds) / (known - other);
+    return std::max(verify_[known].seconds + slope * (length - known), 1e-6);
+  }
+  return verify_[known].seconds * (1.0 + kPriorExtraPerToken * (length - 1)) /
+         (1.0 + kPriorExtraPerToken * (known - 1));
+}
+
+std::vector<double> DraftSchedule::rates(const std::vector<double>& acceptances,
+                                         int drafted) const {
+  const double draft = draft_per_token_.count >= 1 ? draft_per_token_.seconds : 0.0;
+  std::vector<double> rate;
+  double expected = 1, reach = 1;
+  rate.push_back(expected / verify_seconds(1));
+  for (std::size_t i = 0; i < acceptances.size(); ++i) {
+    reach *= acceptances[i];
+    expected += reach;
+    const int k = static_cast<int>(i) + 1;
+    // Drafting is paid for every token drafted, verified or not.
+    rate.push_back(expected / (verify_seconds(k + 1) + draft * std::max(k, drafted)));
+  }
+  return rate;
+}
+
+bool DraftSchedule::worth_drafting() {
+  // The best case of a first draft: the acceptance of its likeliest bucket.
+  double best = 0;
+  for (int b = 0; b < (kind_ == DraftKind::draft_model ? kProbabilityBuckets : kLookupLengths); ++b)
+    best = std::max(best, (buckets_[b].accepted + 2) / (buckets_[b].tried + 3));
+  const auto rate = rates({best}, 1);
+  if (rate[1] > rate[0]) {
+    plain_steps_in_a_row_ = 0;
+    explore_every_ = kExploreEvery;
+    return true;
+  }
+  // Each exploring draft that did not change the verdict doubles the wait
+  // for the next (catching a draft model up costs a prefill of what it
+  // missed).
+  if (++plain_steps_in_a_row_ < explore_every_) return false;
+  plain_steps_in_a_row_ = 0;
+  explore_every_ = std::min(2 * explore_every_, kMaxExploreEvery);
+  return true;
+}
+
+bool DraftSchedule::worth_another(const std::vector<float>& confidence, int limit) const {
+  if (static_cast<int>(confidence.size()) >= limit) return false;
+  std::vector<double> acceptances;
+  for (std::size_t i = 0; i < confidence.size(); ++i)
+    acceptances.push_back(acceptance(confidence[i], static_cast<int>(i)));
+  // The next draft is assumed as likely as the last.
+  acceptances.push_back(acceptances.empty() ? 0.5 : acceptances.back());
+  const auto rate = rates(acceptances, static_cast<int>(acceptances.size()));
+  return rate.back() > *std::max_element(rate.begin(), rate.end() - 1);
+}
+
+int DraftSchedule::choose(const std::vector<float>& confidence) const {
+  std::vector<double> acceptances;
+  for (std::size_t i = 0; i < confidence.size(); ++i)
+    acceptances.push_back(acceptance(confidence[i], static_cast<int>(i)));
+  const auto rate = rates(acceptances, static_cast<int>(confidence.size()));
+  return static_cast<int>(std::max_element(rate.begin(), rate.end()) - rate.begin());
+}
+
+void DraftSchedule::record_cost(int length, double seconds, int drafted, double draft_seconds) {
+  // The first sample of each kind pays one-off costs (buffers allocated
+  // for a new shape: a first 2-token verify took 3.9 plain steps on
+  // Qwen2.5-1.5B, later ones 1.8) and is left out.
+  auto update = [](Cost& cost, double sample) {
+    if (cost.count < 0) {
+      cost.count = 0;
+      return;
+    }
+    cost.seconds = cost.count == 0 ? sample : cost.seconds + kCostWeight * (sample - cost.seconds);
+    cost.count += 1;
+  };
+  update(verify_[std::clamp(length, 1, kMaxLength)], seconds);
+  if (drafted > 0) update(draft_per_token_, draft_seconds / drafted);
+}
+
+void DraftSchedule::record_outcome(const std::vector<float>& confidence, int accepted) {
+  // A draft after the first rejection was never judged.
+  for (int i = 0; i < static_cast<int>(confidence.size()) && i <= accepted; ++i) {
+    auto& b = buckets_[bucket(confidence[i], i)];
+    b.tried += 1;
+    if (i < accepted) b.accepted += 1;
+  }
+}
+
+std::filesystem::path draft_schedule_file(const std::filesystem::path& model_directory,
+                                          DraftKind kind,
+                                          const std::filesystem::path& draft_directory) {
+  auto name = std::filesystem::weakly_canonical(model_directory).filename().string() + "." +
+              draft_kind_name(kind);
+  if (!draft_directory.empty())
+    name += "." + std::filesystem::weakly_canonical(draft_directory).filename().string();
+  return model_cache_root() / "speculative" / (name + ".json");
+}
+
+}  // namespace mlx_cpp

@@ -1,0 +1,87 @@
+#pragma once
+// Confidence-scheduled drafting: how many drafts a verify should check,
+// from what they are likely to earn and what they cost on this machine.
+//
+// Each drafted token has a confidence (a draft model's probability of it;
+// prompt lookup's n-gram length) that falls in a bucket; a bucket's
+// calibrated acceptance is the share of its tokens the target accepted
+// when it reached them (a Beta(2, 1) prior: untried buckets are tried),
+// learned online and kept in a
+// file. With a_i the acceptance of draft i, P_i = a_1 ... a_i, verifying
+// the first k drafts yields E_k = 1 + P_1 + ... + P_k tokens (the target
+// always adds one) for cost_k = draft time + verify_seconds(k + 1), where
+// verifying one token is a plain decode step. The schedule takes the k
+// with the most tokens per second, k = 0 (plain decoding) when no draft
+// pays, so speculation switches itself off where it loses. Costs are
+// measured on every verify (an average per length; lengths not measured
+// yet are extrapolated from those that were). While it decodes plainly a
+// draft model still drafts one step after kExploreEvery, then after twice
+// as many (up to kMaxExploreEvery), to notice when drafts pay again.
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "engine/speculative/speculative_options.h"
+
+namespace mlx_cpp {
+
+class DraftSchedule {
+ public:
+  // `file`: the calibration to start from and keep (none: start fresh,
+  // keep nothing). `kind` decides how confidences fall into buckets.
+  DraftSchedule(DraftKind kind, std::optional<std::filesystem::path> file);
+  ~DraftSchedule();  // saves the calibration
+  DraftSchedule(const DraftSchedule&) = delete;
+  DraftSchedule& operator=(const DraftSchedule&) = delete;
+
+  // Whether this step should draft at all (else it decodes plainly).
+  bool worth_drafting();
+  // Whether a source drafting token by token should draft one more.
+  bool worth_another(const std::vector<float>& confidence, int limit) const;
+  // How many of the drafts to verify (0 .. confidence.size()).
+  int choose(const std::vector<float>& confidence) const;
+
+  // A verify of `length` tokens (1: a plain step) took `seconds`, and
+  // drafting its tokens `draft_seconds`.
+  void record_cost(int length, double seconds, int drafted, double draft_seconds);
+  // Of the verified drafts (their confidences), the first `accepted`
+  // were accepted.
+  void record_outcome(const std::vector<float>& confidence, int accepted);
+
+  double acceptance(float confidence, int position) const;
+  double verify_seconds(int length) const;
+  const std::optional<std::filesystem::path>& file() const { return file_; }
+  void save() const;
+
+  static constexpr int kMaxLength = 33;  // verify lengths tracked (drafts + 1)
+  static constexpr int kExploreEvery = 32;
+  static constexpr int kMaxExploreEvery = 1024;
+
+ private:
+  int bucket(float confidence, int position) const;
+  // Tokens per second of verifying the first k drafts.
+  std::vector<double> rates(const std::vector<double>& acceptances, int drafted) const;
+
+  DraftKind kind_;
+  std::optional<std::filesystem::path> file_;
+  struct Bucket {
+    double accepted = 0, tried = 0;
+  };
+  std::vector<Bucket> buckets_;
+  struct Cost {
+    double seconds = 0;  // exponentially weighted
+    double count = -1;   // samples taken (-1: none seen, the first is skipped)
+  };
+  std::vector<Cost> verify_;  // by length
+  Cost draft_per_token_;
+  int plain_steps_in_a_row_ = 0;
+  int explore_every_ = kExploreEvery;
+};
+
+// Where a schedule keeps its calibration: beside the model cache, one file
+// per model and source (and draft model).
+std::filesystem::path draft_schedule_file(const std::filesystem::path& model_directory,
+                                          DraftKind kind,
+                                          const std::filesystem::path& draft_directory = {});
+
+}  // namespace mlx_cpp

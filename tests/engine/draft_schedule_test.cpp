@@ -1,0 +1,88 @@
+// Confidence scheduling's decisions from its calibration and costs: it
+// verifies more drafts where they are accepted and verifies cost little,
+// none (plain decoding, with a rare exploring draft) where verifies cost
+// what plain steps do, and it keeps what it learned in its file.
+#include "engine/speculative/draft_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace mlx_cpp {
+namespace {
+
+// `steps` verifies of every length up to 9 costing `cost(length)`.
+void teach_costs(DraftSchedule& schedule, double (*cost)(int)) {
+  for (int step = 0; step < 5; ++step)
+    for (int length = 1; length <= 9; ++length) schedule.record_cost(length, cost(length), 0, 0);
+}
+
+TEST(DraftSchedule, VerifiesLongRunsWhereTheyPayAndNoneWhereTheyDoNot) {
+  DraftSchedule schedule(DraftKind::prompt_lookup, std::nullopt);
+  // Continued copies (confidence 4 at n-gram limit 3) are always accepted.
+  for (int i = 0; i < 200; ++i) schedule.record_outcome({4, 4, 4, 4, 4, 4, 4, 4}, 8);
+  teach_costs(schedule, [](int length) { return 0.010 + 0.001 * (length - 1); });
+  const std::vector<float> copy(8, 4.0f);
+  EXPECT_EQ(schedule.choose(copy), 8);
+  EXPECT_TRUE(schedule.worth_drafting());
+  EXPECT_TRUE(schedule.worth_another({4, 4}, 8));
+  EXPECT_FALSE(schedule.worth_another(copy, 8));  // the limit
+
+  // Verifies that cost a plain step per token never pay.
+  DraftSchedule costly(DraftKind::prompt_lookup, std::nullopt);
+  for (int i = 0; i < 200; ++i) costly.record_outcome({4, 4, 4, 4}, 4);
+  teach_costs(costly, [](int length) { return 0.010 * length; });
+  EXPECT_EQ(costly.choose(copy), 0);
+  std::vector<int> exploring;
+  for (int step = 1; step <= 15 * DraftSchedule::kExploreEvery; ++step)
+    if (costly.worth_drafting()) exploring.push_back(step);
+  // Exploring steps after 32, then 64, 128, 256 more plain steps.
+  const int e = DraftSchedule::kExploreEvery;
+  EXPECT_EQ(exploring, (std::vector<int>{e, 3 * e, 7 * e, 15 * e}));
+}
+
+TEST(DraftSchedule, StopsAtTheFirstUnlikelyDraft) {
+  DraftSchedule schedule(DraftKind::draft_model, std::nullopt);
+  // Confident drafts (probability 0.9+) are accepted, unsure ones (< 0.1) not.
+  for (int i = 0; i < 300; ++i) {
+    schedule.record_outcome({0.95f, 0.95f, 0.95f}, 3);
+    schedule.record_outcome({0.05f}, 0);
+  }
+  teach_costs(schedule, [](int length) { return 0.010 + 0.002 * (length - 1); });
+  EXPECT_EQ(schedule.choose({0.95f, 0.95f, 0.05f, 0.95f}), 2);
+  EXPECT_GT(schedule.acceptance(0.95f, 0), 0.95);
+  EXPECT_LT(schedule.acceptance(0.05f, 0), 0.05);
+}
+
+TEST(DraftSchedule, CountsOnlyTheDraftsTheVerifyJudged) {
+  DraftSchedule schedule(DraftKind::draft_model, std::nullopt);
+  // Accepted the first, rejected the second; the third was never judged.
+  schedule.record_outcome({0.55f, 0.55f, 0.75f}, 1);
+  // Bucket of 0.55: one accepted of two (prior 2 of 3): 3 / 5.
+  EXPECT_DOUBLE_EQ(schedule.acceptance(0.55f, 0), 3.0 / 5.0);
+  EXPECT_DOUBLE_EQ(schedule.acceptance(0.75f, 0), 2.0 / 3.0);  // untouched
+}
+
+TEST(DraftSchedule, KeepsItsCalibrationInItsFile) {
+  const auto file = std::filesystem::temp_directory_path() / "mlx_cpp_draft_schedule_test.json";
+  std::filesystem::remove(file);
+  {
+    DraftSchedule schedule(DraftKind::prompt_lookup, file);
+    for (int i = 0; i < 10; ++i) schedule.record_outcome({2, 2}, 1);
+    schedule.record_cost(3, 0.90, 2, 0.010);  // a first sample is left out
+    schedule.record_cost(3, 0.25, 2, 0.002);
+  }
+  ASSERT_TRUE(std::filesystem::exists(file));
+  DraftSchedule reloaded(DraftKind::prompt_lookup, file);
+  EXPECT_DOUBLE_EQ(reloaded.acceptance(2, 0), 12.0 / 13.0);
+  EXPECT_DOUBLE_EQ(reloaded.acceptance(2, 1), 2.0 / 13.0);
+  EXPECT_DOUBLE_EQ(reloaded.verify_seconds(3), 0.25);
+  // A damaged file is a fresh start, not an error.
+  std::ofstream(file) << "{ not json";
+  DraftSchedule fresh(DraftKind::prompt_lookup, file);
+  EXPECT_DOUBLE_EQ(fresh.acceptance(2, 0), 2.0 / 3.0);
+  std::filesystem::remove(file);
+}
+
+}  // namespace
+}  // namespace mlx_cpp
