@@ -10,6 +10,11 @@
 namespace mlx_cpp::testing {
 namespace mx = mlx::core;
 
+std::unique_ptr<ModelRuntime> tiny_runtime(const std::string& golden_case, KernelMode kernels) {
+  auto golden = GoldenCase::load(golden_case);
+  return ModelRuntime::for_token_ids(load_model(golden.model_directory, {kernels}), {0, kernels});
+}
+
 std::vector<RequestTrace> run_scripted(const ModelRuntime& runtime, const SchedulerOptions& options,
                                        const std::vector<ScriptedRequest>& requests,
                                        Scheduler* shared) {

@@ -12,6 +12,9 @@
 
 namespace mlx_cpp::testing {
 
+// A runtime over the ids of a model golden's tiny checkpoint (no tokenizer).
+std::unique_ptr<ModelRuntime> tiny_runtime(const std::string& golden_case, KernelMode kernels);
+
 struct ScriptedRequest {
   TextRequest request;
   int submit_at_step = 0;  // joins the run at this step
