@@ -38,6 +38,7 @@ mx::array DraftModelSource::catch_up(const std::vector<int>& context) {
     fed_.resize(keep);
   }
   std::vector<int> missing(context.begin() + keep, context.end());
+  caught_up_ = missing.size();
   // A long run (the prompt) is prefilled in chunks, its last token alone;
   // the one or two tokens a step brings go in one forward, as mlx-lm's
   // draft step feeds them.
@@ -62,9 +63,15 @@ Draft DraftModelSource::propose(const std::vector<int>& context, int limit,
                                 const DraftMore& more) {
   Draft draft;
   if (limit <= 0 || context.empty()) return draft;
+  const auto start = std::chrono::steady_clock::now();
+  const bool had_context = !fed_.empty();
   auto logits = catch_up(context);
   mx::eval(logits);
-  const auto start = std::chrono::steady_clock::now();
+  // One or two tokens to catch up with are the step's own (the target's
+  // last token, and the last draft after a full acceptance); more are a
+  // prefill (the prompt, or the tokens of plain steps).
+  const bool steady = had_context && caught_up_ <= 2;
+  const auto drafting = std::chrono::steady_clock::now();
   const int vocab = logits.shape(2);
   for (int i = 0; i < limit; ++i) {
     auto logprobs = step_logprobs(mx::reshape(logits, {1, vocab}), draft_.kernels());
@@ -77,13 +84,17 @@ Draft DraftModelSource::propose(const std::vector<int>& context, int limit,
     if (i + 1 == limit || (more && !more(draft.confidence))) break;
     logits = feed({draft.tokens.back()});
   }
-  // The first token's forward was part of catching up: the time is that
-  // of the others, spread over all.
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  draft.seconds = draft.tokens.size() > 1
-                      ? seconds * draft.tokens.size() / (draft.tokens.size() - 1)
-                      : seconds;
+  const auto end = std::chrono::steady_clock::now();
+  const std::size_t count = draft.tokens.size();
+  if (steady) {
+    draft.seconds = std::chrono::duration<double>(end - start).count();
+  } else if (count > 1) {
+    // The first token's forward was part of the prefill: the others' time,
+    // spread over all.
+    draft.seconds = std::chrono::duration<double>(end - drafting).count() * count / (count - 1);
+  } else {
+    draft.seconds = -1;  // not measured
+  }
   return draft;
 }
 

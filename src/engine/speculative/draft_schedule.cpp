@@ -183,7 +183,7 @@ void DraftSchedule::record_cost(int length, double seconds, int drafted, double 
     cost.count += 1;
   };
   update(verify_[std::clamp(length, 1, kMaxLength)], seconds);
-  if (drafted > 0) update(draft_per_token_, draft_seconds / drafted);
+  if (drafted > 0 && draft_seconds >= 0) update(draft_per_token_, draft_seconds / drafted);
 }
 
 void DraftSchedule::record_outcome(const std::vector<float>& confidence, int accepted) {

@@ -16,8 +16,9 @@ struct Draft {
   // probability of the token; prompt lookup's n-gram length of the match
   // (engine/speculative/draft_schedule.h maps both to acceptance).
   std::vector<float> confidence;
-  // Seconds spent drafting these tokens, not counting catching up with
-  // the context (a draft model's prefill of what it has not seen).
+  // Seconds spent drafting these tokens, not counting a prefill of context
+  // the source had not seen (a draft model's prompt); negative: not
+  // measured.
   double seconds = 0;
 };
 
