@@ -75,14 +75,22 @@ Drafts drafts_of(const std::vector<testing::RequestTrace>& traces) {
   return total;
 }
 
-class FastGreedySpeculation : public ::testing::TestWithParam<std::string> {};
+// A target of each architecture, its draft, on the fast kernels; prompts
+// prefilled in 8-token chunks.
+class FastGreedySpeculation : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    golden = GoldenCase::load(GetParam());
+    runtime = tiny_runtime(GetParam(), KernelMode::fast);
+    draft = tiny_runtime(draft_for(GetParam()), KernelMode::fast);
+    options.prefill_chunk = 8;
+  }
+  GoldenCase golden;
+  std::unique_ptr<ModelRuntime> runtime, draft;
+  SchedulerOptions options;
+};
 
 TEST_P(FastGreedySpeculation, EqualsPlainDecodingBitForBit) {
-  const auto golden = GoldenCase::load(GetParam());
-  auto runtime = tiny_runtime(GetParam(), KernelMode::fast);
-  auto draft = tiny_runtime(draft_for(GetParam()), KernelMode::fast);
-  SchedulerOptions options;
-  options.prefill_chunk = 8;
   Drafts total;
   for (auto kind : {DraftKind::prompt_lookup, DraftKind::draft_model}) {
     // Fixed numbers of drafts, then confidence scheduling (up to 6).
@@ -114,11 +122,6 @@ TEST_P(FastGreedySpeculation, EqualsPlainDecodingBitForBit) {
 }
 
 TEST_P(FastGreedySpeculation, RowsInABatchWithPlainRowsEqualPlainDecoding) {
-  const auto golden = GoldenCase::load(GetParam());
-  auto runtime = tiny_runtime(GetParam(), KernelMode::fast);
-  auto draft = tiny_runtime(draft_for(GetParam()), KernelMode::fast);
-  SchedulerOptions options;
-  options.prefill_chunk = 8;
   options.max_batch = 6;
   options.prefill_batch = 6;
   SpeculativeOptions lookup, model;
@@ -242,23 +245,20 @@ struct SamplingCase {
 // the filters (which act before the temperature, as mlx-lm's) are set to
 // keep a handful of tokens.
 std::vector<SamplingCase> sampling_cases() {
-  std::vector<SamplingCase> cases(5);
-  cases[0].name = "temperature";
-  cases[0].sampler.temperature = 2.5f;
-  cases[1].name = "top_p";
-  cases[1].sampler.temperature = 3.0f;
-  cases[1].sampler.top_p = 0.999f;
-  cases[2].name = "top_k";
-  cases[2].sampler.temperature = 3.0f;
-  cases[2].sampler.top_k = 8;
-  cases[3].name = "min_p";
-  cases[3].sampler.temperature = 3.0f;
-  cases[3].sampler.min_p = 0.0002f;
-  cases[4].name = "penalties_and_bias";
-  cases[4].sampler.temperature = 2.5f;
-  cases[4].penalties.repetition_penalty = 1.5f;
-  cases[4].penalties.presence_penalty = 0.5f;
-  cases[4].penalties.logit_bias = {{7, 2.0f}, {8, -3.0f}};
+  std::vector<SamplingCase> cases;
+  auto at = [&cases](const std::string& name, float temperature) -> SamplingCase& {
+    cases.push_back({name, {}, {}});
+    cases.back().sampler.temperature = temperature;
+    return cases.back();
+  };
+  at("temperature", 2.5f);
+  at("top_p", 3.0f).sampler.top_p = 0.999f;
+  at("top_k", 3.0f).sampler.top_k = 8;
+  at("min_p", 3.0f).sampler.min_p = 0.0002f;
+  auto& penalized = at("penalties_and_bias", 2.5f).penalties;
+  penalized.repetition_penalty = 1.5f;
+  penalized.presence_penalty = 0.5f;
+  penalized.logit_bias = {{7, 2.0f}, {8, -3.0f}};
   return cases;
 }
 
