@@ -96,24 +96,11 @@ Sampler::Sampler(const SamplerOptions& options)
       return {top_k_filter(in[0], top_k)};
     }));
   }
-  // mlx-lm draws with the global random state as an input and output: the
-  // key is split inside, one half becomes the next state.
-  double inverse_temperature = 1.0 / options_.temperature;
-  categorical_ =
-      Graph([inverse_temperature](const std::vector<mx::array>& in) -> std::vector<mx::array> {
-        auto [next_key, draw_key] = mx::random::split(in[1]);
-        auto scaled = mx::multiply(in[0], scalar_like(inverse_temperature, in[0]));
-        return {mx::random::categorical(scaled, -1, draw_key), next_key};
-      });
 }
 
 mx::array Sampler::operator()(const mx::array& logprobs) {
   if (options_.temperature == 0) return mx::argmax(logprobs, -1);
-  auto filtered = logprobs;
-  for (const auto& filter : filters_) filtered = filter({filtered})[0];
-  auto outputs = categorical_({filtered, key_});
-  key_ = outputs[1];
-  return outputs[0];
+  return draw(draw_weights(logprobs));
 }
 
 mx::array Sampler::draw_weights(const mx::array& logprobs) const {
@@ -122,16 +109,18 @@ mx::array Sampler::draw_weights(const mx::array& logprobs) const {
   return mx::multiply(filtered, scalar_like(1.0 / options_.temperature, filtered));
 }
 
-mx::array Sampler::draw(const mx::array& weights) {
+// mlx-lm draws with the global random state as an input and output: the
+// key is split, one half becomes the next state, the other draws.
+mx::array Sampler::next_draw_key() {
   auto [next_key, draw_key] = mx::random::split(key_);
   key_ = next_key;
-  return mx::random::categorical(weights, -1, draw_key);
+  return draw_key;
 }
 
-mx::array Sampler::uniform() {
-  auto [next_key, draw_key] = mx::random::split(key_);
-  key_ = next_key;
-  return mx::random::uniform({1}, mx::float32, draw_key);
+mx::array Sampler::draw(const mx::array& weights) {
+  return mx::random::categorical(weights, -1, next_draw_key());
 }
+
+mx::array Sampler::uniform() { return mx::random::uniform({1}, mx::float32, next_draw_key()); }
 
 }  // namespace mlx_cpp

@@ -40,20 +40,21 @@ class Sampler {
   mlx::core::array operator()(const mlx::core::array& logprobs);
   bool greedy() const { return options_.temperature == 0; }
 
-  // The parts of a draw, for speculative sampling (temperature > 0): the
-  // log-weights a draw takes from logprobs [1, vocab] (filtered, scaled by
-  // the temperature, not normalized), a draw from such log-weights, and a
-  // uniform number in [0, 1) [1]. Draws and uniforms advance the key as
-  // operator() does.
+  // The parts of a draw (temperature > 0; operator() is draw(draw_weights)),
+  // which speculative sampling also uses apart: the log-weights a draw
+  // takes from logprobs [1, vocab] (filtered, scaled by the temperature,
+  // not normalized), a draw from such log-weights, and a uniform number in
+  // [0, 1) [1]. Draws and uniforms advance the key alike.
   mlx::core::array draw_weights(const mlx::core::array& logprobs) const;
   mlx::core::array draw(const mlx::core::array& weights);
   mlx::core::array uniform();
 
  private:
   using Graph = std::function<std::vector<mlx::core::array>(const std::vector<mlx::core::array>&)>;
+  mlx::core::array next_draw_key();
+
   SamplerOptions options_;
   std::vector<Graph> filters_;
-  Graph categorical_;
   mlx::core::array key_;
 };
 
