@@ -30,8 +30,6 @@ size_t quantized_bytes(const QuantizedTensor& q) {
   return q.packed.nbytes() + q.scales.nbytes() + q.biases.nbytes();
 }
 
-// The own kernel covers affine 4-, 6- and 8-bit weights; other widths stay
-// stock.
 // The width the own kernels read a narrower width in, 0 where none: the
 // codes are repacked at load (the same integers, so the same weights), 20%
 // more bytes at 5 bits than a 5-bit kernel would read, and the int16
@@ -58,6 +56,8 @@ void widen_for_kernels(QuantizedTensor& q, KernelMode kernels) {
   q.params.bits = wide;
 }
 
+// The own kernel covers affine 4-, 6- and 8-bit weights; other widths stay
+// stock.
 bool runs_fast_kernel(const QuantizedTensor& q, KernelMode kernels) {
   return kernels == KernelMode::fast &&
          (q.params.bits == 4 || q.params.bits == 6 || q.params.bits == 8);

@@ -21,7 +21,7 @@ mx::array DraftModelSource::feed(const std::vector<int>& tokens) {
   return logits;
 }
 
-mx::array DraftModelSource::catch_up(const std::vector<int>& context) {
+mx::array DraftModelSource::catch_up(const std::vector<int>& context, int drafts) {
   // Keep what the caches share with the context; drop the rest.
   const auto mismatch = std::mismatch(fed_.begin(), fed_.end(), context.begin(), context.end());
   int keep = static_cast<int>(mismatch.first - fed_.begin());
@@ -54,7 +54,12 @@ mx::array DraftModelSource::catch_up(const std::vector<int>& context) {
     missing.erase(missing.begin(), missing.begin() + start);
   }
   auto logits = feed(missing);
-  snapshot_ = clone_cache_list(caches_);
+  // A clone shares the storage, so the next decode step would copy it:
+  // only caches that could not be trimmed after the drafts get one.
+  const bool trimmable = std::all_of(caches_.begin(), caches_.end(), [drafts](const auto& cache) {
+    return cache->trimmable_after(drafts);
+  });
+  snapshot_ = trimmable ? CacheList{} : clone_cache_list(caches_);
   snapshot_fed_ = fed_.size();
   return mx::slice(logits, {0, logits.shape(1) - 1, 0}, {1, logits.shape(1), logits.shape(2)});
 }
@@ -65,7 +70,7 @@ Draft DraftModelSource::propose(const std::vector<int>& context, int limit,
   if (limit <= 0 || context.empty()) return draft;
   const auto start = std::chrono::steady_clock::now();
   const bool had_context = !fed_.empty();
-  auto logits = catch_up(context);
+  auto logits = catch_up(context, limit);
   mx::eval(logits);
   // One or two tokens to catch up with are the step's own (the target's
   // last token, and the last draft after a full acceptance); more are a

@@ -19,12 +19,12 @@ class DraftModelSource : public DraftSource {
   DraftModelSource(const ModelRuntime& draft, int prefill_chunk);
   // Confidence: the draft's probability of each token it proposes.
   Draft propose(const std::vector<int>& context, int limit, const DraftMore& more = {}) override;
-  std::string name() const override { return "draft"; }
 
  private:
   // Feeds context[fed_.size()..] (at least one token) and returns the
-  // logits of the last.
-  mlx::core::array catch_up(const std::vector<int>& context);
+  // logits of the last; snapshots caches that could not be trimmed after
+  // `drafts` more tokens.
+  mlx::core::array catch_up(const std::vector<int>& context, int drafts);
   mlx::core::array feed(const std::vector<int>& tokens);
 
   const ModelRuntime& draft_;

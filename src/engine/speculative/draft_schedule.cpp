@@ -23,6 +23,10 @@ constexpr double kCostWeight = 0.2;
 // machine; learned from the first verifies on).
 constexpr double kPriorExtraPerToken = 0.5;
 
+// A bucket's calibrated acceptance: its share of accepted drafts under a
+// Beta(2, 1) prior.
+double estimate(double accepted, double tried) { return (accepted + 2) / (tried + 3); }
+
 int bucket_count(DraftKind kind) {
   return kind == DraftKind::draft_model ? kProbabilityBuckets : 2 * kLookupLengths;
 }
@@ -86,7 +90,7 @@ int DraftSchedule::bucket(float confidence, int position) const {
 
 double DraftSchedule::acceptance(float confidence, int position) const {
   const auto& b = buckets_[bucket(confidence, position)];
-  return (b.accepted + 2) / (b.tried + 3);
+  return estimate(b.accepted, b.tried);
 }
 
 double DraftSchedule::verify_seconds(int length) const {
@@ -135,7 +139,7 @@ bool DraftSchedule::worth_drafting() {
   // The best case of a first draft: the acceptance of its likeliest bucket.
   double best = 0;
   for (int b = 0; b < (kind_ == DraftKind::draft_model ? kProbabilityBuckets : kLookupLengths); ++b)
-    best = std::max(best, (buckets_[b].accepted + 2) / (buckets_[b].tried + 3));
+    best = std::max(best, estimate(buckets_[b].accepted, buckets_[b].tried));
   const auto rate = rates({best}, 1);
   if (rate[1] > rate[0]) {
     plain_steps_in_a_row_ = 0;

@@ -5,7 +5,6 @@
 // next proposal's context tells the source what was kept (a source with
 // state, like a draft model's caches, rolls itself back to it).
 #include <functional>
-#include <string>
 #include <vector>
 
 namespace mlx_cpp {
@@ -34,8 +33,6 @@ class DraftSource {
   // Fewer (or none) when the source has nothing worth proposing or `more`
   // says stop.
   virtual Draft propose(const std::vector<int>& context, int limit, const DraftMore& more) = 0;
-  // "draft" or "prompt-lookup" (telemetry).
-  virtual std::string name() const = 0;
 };
 
 }  // namespace mlx_cpp

@@ -85,11 +85,11 @@ Verdict judge_sampled(const std::vector<mx::array>& logprobs, const std::vector<
   return verdict;
 }
 
-}  // namespace
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+}  // namespace
 
 bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSchedule* schedule) {
   const auto& options = sequence.request().options;
@@ -137,9 +137,8 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSche
     auto row = row_of(logits, i);
     if (sequence.penalized()) {
       // Position i's logits follow every token up to fed[i].
-      std::vector<int> before(context.begin(), context.end());
-      before.insert(before.end(), drafts.begin(), drafts.begin() + i);
-      row = apply_logits_processors(row, before, options.penalties);
+      if (i > 0) context.push_back(drafts[i - 1]);
+      row = apply_logits_processors(row, context, options.penalties);
     }
     logprobs.push_back(step_logprobs(row, options.kernels));
   }
