@@ -138,8 +138,7 @@ void register_chat_command(CLI::App& app) {
     auto session = Session::open(
         resolve_model_argument(args->model),
         {args->context_size, parse_kernel_mode(args->kernels),
-         speculative.kind == DraftKind::draft_model ? args->speculative.draft_directory()
-                                                    : std::nullopt});
+         args->speculative.draft_directory_for(speculative)});
     install_interrupt_handler();
     Chat(*args, std::move(session)).run();
   });

@@ -47,8 +47,7 @@ void run_generate(const GenerateArguments& args) {
   auto session =
       Session::open(resolve_model_argument(args.model),
                     {args.context_size, parse_kernel_mode(args.kernels),
-                     speculative.kind == DraftKind::draft_model ? args.speculative.draft_directory()
-                                                                : std::nullopt});
+                     args.speculative.draft_directory_for(speculative)});
   // As mlx-lm's generate: the prompt is a user message in the model's chat
   // template when it has one (an instruction-tuned model given raw text
   // often answers nothing); --raw sends the text as it is.

@@ -35,8 +35,8 @@ struct SamplingArguments {
 void add_sampling_options(CLI::App* command, SamplingArguments& sampling);
 
 // Speculative decoding flags (generate, chat, serve): --draft-model,
-// --draft-tokens, --spec, --spec-ngram. --draft-model alone means
-// --spec draft.
+// --draft-tokens, --spec, --spec-ngram, --spec-schedule. --draft-model
+// alone means --spec draft.
 struct SpeculativeArguments {
   std::string draft_model;  // a model directory or cached name; empty: none
   std::string source;       // draft | prompt-lookup | none; empty: draft when draft_model is set
@@ -47,6 +47,11 @@ struct SpeculativeArguments {
   SpeculativeOptions to_options() const;
   // The draft model's directory, if one was named.
   std::optional<std::filesystem::path> draft_directory() const;
+  // The draft model's directory if the options draft with it (a command
+  // that serves one request configuration loads no unused draft).
+  std::optional<std::filesystem::path> draft_directory_for(const SpeculativeOptions& options) const {
+    return options.kind == DraftKind::draft_model ? draft_directory() : std::nullopt;
+  }
 };
 void add_speculative_options(CLI::App* command, SpeculativeArguments& speculative);
 
