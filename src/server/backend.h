@@ -22,6 +22,8 @@ class Backend {
   virtual int context_size() const = 0;
   virtual int vocab_size() const = 0;
   virtual GenerationOptions default_options() const = 0;
+  // Whether a draft model is loaded (requests may then speculate with it).
+  virtual bool has_draft_model() const { return false; }
   virtual std::vector<int> encode(const std::string& text, bool add_special_tokens) const = 0;
   virtual std::string decode(const std::vector<int>& ids) const = 0;
   virtual std::string render_chat(const nlohmann::ordered_json& messages,
@@ -61,6 +63,7 @@ class SchedulerBackend : public Backend {
     options.speculative = speculative_;
     return options;
   }
+  bool has_draft_model() const override { return draft_ != nullptr; }
   std::vector<int> encode(const std::string& text, bool add_special_tokens) const override {
     return runtime_->encode(text, add_special_tokens);
   }

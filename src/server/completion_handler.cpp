@@ -56,7 +56,13 @@ class ResponseWriter {
     return true;
   }
 
-  void cancel() { channel_->cancel(); }
+  // Called when httplib lets the response go: an answer not written to the
+  // end (the client went away) stops its generation and is counted.
+  void release() {
+    if (finished_) return;
+    channel_->cancel();
+    context_.metrics.record_cancelled_generation();
+  }
 
  private:
   bool write(httplib::DataSink& sink, const std::string& data) {
@@ -97,6 +103,7 @@ class ResponseWriter {
     }
     if (!write(sink, data)) return false;
     sink.done();
+    finished_ = true;
     return true;
   }
 
@@ -106,6 +113,7 @@ class ResponseWriter {
     std::string data = stream_ ? sse_event(error.body) + sse_done() : json_text(error.body);
     if (!write(sink, data)) return false;
     sink.done();
+    finished_ = true;
     return true;
   }
 
@@ -136,6 +144,7 @@ class ResponseWriter {
   std::optional<Clock::time_point> first_text_;
   std::vector<TextChunk> chunks_;
   bool opened_ = false;
+  bool finished_ = false;  // the last event was written
 };
 
 ModelInfo ready_model(const EngineThread& engine) {
@@ -175,7 +184,7 @@ void handle_completion(RouteContext& context, const httplib::Request& http_reque
       options.stream ? "text/event-stream" : "application/json",
       [writer](size_t, httplib::DataSink& sink) { return writer->next(sink); },
       [writer, &context](bool) {
-        writer->cancel();
+        writer->release();
         --context.open_responses;
       });
 }

@@ -18,6 +18,7 @@ struct ModelInfo {
   int vocab_size = 0;
   GenerationOptions defaults;  // from generation_config.json
   long long created = 0;       // unix seconds when loading finished
+  bool draft_model = false;    // a draft model is loaded beside it
 };
 
 enum class Endpoint { chat, completion };

@@ -72,8 +72,12 @@ SchedulerCounts EngineThread::counts() const {
 bool EngineThread::load_backend() {
   try {
     auto backend = factory_();
-    ModelInfo info{model_id_, backend->context_size(), backend->vocab_size(),
-                   backend->default_options(), static_cast<long long>(std::time(nullptr))};
+    ModelInfo info{model_id_,
+                   backend->context_size(),
+                   backend->vocab_size(),
+                   backend->default_options(),
+                   static_cast<long long>(std::time(nullptr)),
+                   backend->has_draft_model()};
     std::lock_guard lock(mutex_);
     backend_ = std::move(backend);
     ready_backend_.store(backend_.get());

@@ -14,7 +14,14 @@ nlohmann::ordered_json model_entry(const EngineThread& engine) {
                                   {"object", "model"},
                                   {"created", info ? info->created : 0},
                                   {"owned_by", "mlx-cpp"}};
-  if (info) entry["context_length"] = info->context_size;
+  if (!info) return entry;
+  entry["context_length"] = info->context_size;
+  // What a request's "speculative" field may name here, and what it gets
+  // when it names nothing (clients such as the web page offer the choice).
+  nlohmann::ordered_json sources = {draft_kind_name(DraftKind::prompt_lookup)};
+  if (info->draft_model) sources.push_back(draft_kind_name(DraftKind::draft_model));
+  entry["speculative"] = {{"sources", sources},
+                          {"default", draft_kind_name(info->defaults.speculative.kind)}};
   return entry;
 }
 

@@ -21,13 +21,17 @@ void Metrics::record_generation(int prompt_tokens, int completion_tokens, int ca
   last_tokens_per_second_ = generation_tokens_per_second;
 }
 
-void Metrics::record_speculation(const std::string& source, int proposed, int accepted,
-                                 int steps) {
+void Metrics::record_speculation(const std::string& source, int proposed, int accepted, int steps) {
   std::lock_guard lock(mutex_);
   auto& drafts = drafts_[source];
   drafts.proposed += proposed;
   drafts.accepted += accepted;
   drafts.steps += steps;
+}
+
+void Metrics::record_cancelled_generation() {
+  std::lock_guard lock(mutex_);
+  ++cancelled_generations_;
 }
 
 namespace {
@@ -57,6 +61,9 @@ std::string Metrics::render(const EngineLoad& load) const {
   out << "mlx_cpp_cached_prompt_tokens_total " << cached_tokens_ << '\n';
   family(out, "mlx_cpp_completion_tokens_total", "counter", "Generated tokens.");
   out << "mlx_cpp_completion_tokens_total " << completion_tokens_ << '\n';
+  family(out, "mlx_cpp_generations_cancelled_total", "counter",
+         "Generations stopped before their answer was written (client gone, server stopping).");
+  out << "mlx_cpp_generations_cancelled_total " << cancelled_generations_ << '\n';
   family(out, "mlx_cpp_time_to_first_token_seconds", "summary",
          "From request arrival (queueing included) to the first generated text.");
   out << "mlx_cpp_time_to_first_token_seconds_sum " << time_to_first_token_sum_ << '\n'

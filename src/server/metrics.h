@@ -28,6 +28,9 @@ class Metrics {
   // One speculating request's drafts: proposed and accepted tokens over
   // its verify steps, by source ("draft", "prompt-lookup").
   void record_speculation(const std::string& source, int proposed, int accepted, int steps);
+  // A generation whose answer was not written to the end: its client went
+  // away (a stop button, a closed connection) or the server stopped.
+  void record_cancelled_generation();
   std::string render(const EngineLoad& load) const;
 
  private:
@@ -37,6 +40,7 @@ class Metrics {
   long long completion_tokens_ = 0;
   long long cached_tokens_ = 0;
   long long generations_ = 0;
+  long long cancelled_generations_ = 0;
   double time_to_first_token_sum_ = 0;
   double last_tokens_per_second_ = 0;
   struct Drafts {

@@ -173,8 +173,14 @@ FakeScript endless_script() {
   return script;
 }
 
+bool metrics_say(const ServerFixture& server, const std::string& line) {
+  auto result = server.client().Get("/metrics");
+  return result && result->body.find(line + "\n") != std::string::npos;
+}
+
 TEST(HttpGeneration, ClientDisconnectMidStreamCancelsGeneration) {
   ServerFixture server(endless_script());
+  EXPECT_TRUE(metrics_say(server, "mlx_cpp_generations_cancelled_total 0"));
   int socket_fd = server.connect_raw();
   ASSERT_GE(socket_fd, 0);
   ServerFixture::send_request(socket_fd, "/v1/chat/completions",
@@ -183,7 +189,11 @@ TEST(HttpGeneration, ClientDisconnectMidStreamCancelsGeneration) {
   EXPECT_NE(received.find("200 OK"), std::string::npos);
   ::close(socket_fd);
   EXPECT_TRUE(ServerFixture::eventually([&] { return server.backend().cancelled() == 1; }));
+  EXPECT_TRUE(ServerFixture::eventually(
+      [&] { return metrics_say(server, "mlx_cpp_generations_cancelled_total 1"); }));
   expect_recovered(server);
+  // An answer written to the end is not a cancellation.
+  EXPECT_TRUE(metrics_say(server, "mlx_cpp_generations_cancelled_total 1"));
 }
 
 TEST(HttpGeneration, ClientDisconnectDuringWholeResponseCancelsGeneration) {

@@ -3,7 +3,6 @@ stops it with SIGTERM, checking that it exits 0. No pytest: each test
 script is a plain program run by CTest; a failed check raises."""
 import http.client
 import json
-import os
 import re
 import signal
 import subprocess
@@ -26,8 +25,8 @@ def model_directory(mlx_cpp, name=DEFAULT_MODEL):
 class Server:
     """A running server; `port` and `base_url` once started."""
 
-    def __init__(self, mlx_cpp, model, *extra_args):
-        self.command = [mlx_cpp, "serve", "--model", model, "--port", "0", *extra_args]
+    def __init__(self, mlx_cpp, model, *extra_args, port=0):
+        self.command = [mlx_cpp, "serve", "--model", model, "--port", str(port), *extra_args]
         self.log = []
         self.process = None
         self.port = None
