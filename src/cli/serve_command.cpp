@@ -144,6 +144,9 @@ void run_serve(const ServeArguments& args) {
   std::clog << "mlx-cpp serve: listening on http://" << args.config.host << ':' << port
             << " (model '" << model_id << "' loading from " << directory.string() << ")"
             << std::endl;
+  if (args.config.web_page)
+    std::clog << "mlx-cpp serve: chat page at http://" << args.config.host << ':' << port << '/'
+              << std::endl;
   const auto load_start = std::chrono::steady_clock::now();
   engine.start();
   stop_signal.start();
@@ -237,6 +240,9 @@ void register_serve_command(CLI::App& app) {
                    "Seconds running requests may finish after SIGINT/SIGTERM")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  command->add_flag(
+      "--no-webui", [args](int64_t) { args->config.web_page = false; },
+      "No chat page at / (the API alone)");
   command->add_flag(
       "--quiet", [args](int64_t) { args->config.log_requests = false; },
       "No per-request log lines");

@@ -12,6 +12,7 @@
 #include "io/error.h"
 #include "server/route_context.h"
 #include "server/sse.h"
+#include "server/web_page.h"
 
 namespace mlx_cpp::server {
 namespace {
@@ -19,15 +20,16 @@ namespace {
 thread_local std::chrono::steady_clock::time_point request_start;
 thread_local std::string log_detail;
 
-const std::array<std::string, 8> kRouteLabels = {
+const std::array<std::string, 9> kRouteLabels = {
     "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/tokenize",
-    "/detokenize",          "/metrics",        "/stats"};
+    "/detokenize",          "/metrics",        "/stats",     "/"};
 
 // A bounded label for metrics: the route, or "other" (unknown paths must not
-// create one time series each).
+// create one time series each). The page's files count under "/webui".
 std::string route_label(const std::string& path) {
   for (const auto& route : kRouteLabels)
     if (path == route || (route == "/v1/models" && path.rfind("/v1/models/", 0) == 0)) return route;
+  if (path.rfind("/webui/", 0) == 0) return "/webui";
   return "other";
 }
 
@@ -121,6 +123,7 @@ HttpServer::HttpServer(ServerConfig config, EngineThread& engine)
   http_->set_tcp_nodelay(true);
   install_hooks();
   register_routes(*http_, *context_);
+  if (config_.web_page) register_web_page(*http_);
 }
 
 HttpServer::~HttpServer() {
@@ -132,7 +135,8 @@ void HttpServer::install_hooks() {
       [this](const httplib::Request& request, httplib::Response& response) {
         request_start = std::chrono::steady_clock::now();
         log_detail.clear();
-        if (config_.api_key.empty() || request.path == "/health" || request.method == "OPTIONS")
+        if (config_.api_key.empty() || request.path == "/health" || request.method == "OPTIONS" ||
+            (config_.web_page && is_web_page_path(request.path)))
           return httplib::Server::HandlerResponse::Unhandled;
         if (same_secret(request.get_header_value("Authorization"), "Bearer " + config_.api_key))
           return httplib::Server::HandlerResponse::Unhandled;

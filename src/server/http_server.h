@@ -28,6 +28,7 @@ struct ServerConfig {
   size_t max_queue = 32;    // requests waiting or running before 503
   size_t max_body_bytes = 8u << 20;
   bool log_requests = true;
+  bool web_page = true;  // the chat page at GET / (web_page.h)
 };
 
 class HttpServer {
