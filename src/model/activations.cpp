@@ -31,6 +31,12 @@ std::vector<mx::array> gelu_approx_graph(const std::vector<mx::array>& inputs) {
   return {mx::multiply(half_x, mx::add(scalar_like(1.0, x), mx::tanh(scaled)))};
 }
 
+std::vector<mx::array> gelu_graph(const std::vector<mx::array>& inputs) {
+  const auto& x = inputs[0];
+  auto erf = mx::erf(mx::divide(x, scalar_like(std::sqrt(2.0), x)));
+  return {mx::divide(mx::multiply(x, mx::add(scalar_like(1.0, x), erf)), scalar_like(2.0, x))};
+}
+
 std::vector<mx::array> clip_residual_graph(const std::vector<mx::array>& inputs) {
   const auto& x = inputs[0];
   const auto& y = inputs[1];
@@ -49,6 +55,11 @@ mx::array swiglu(const mx::array& gate, const mx::array& up) {
 
 mx::array gelu_approx(const mx::array& x) {
   static auto compiled = mx::compile(gelu_approx_graph, /*shapeless=*/true);
+  return compiled({x})[0];
+}
+
+mx::array gelu(const mx::array& x) {
+  static auto compiled = mx::compile(gelu_graph, /*shapeless=*/true);
   return compiled({x})[0];
 }
 

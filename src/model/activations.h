@@ -10,6 +10,8 @@ namespace mlx_cpp {
 mlx::core::array swiglu(const mlx::core::array& gate, const mlx::core::array& up);
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 mlx::core::array gelu_approx(const mlx::core::array& x);
+// x (1 + erf(x / sqrt(2))) / 2, mlx.nn.gelu
+mlx::core::array gelu(const mlx::core::array& x);
 // x + y; for float16, added in float32 and clipped to the float16 range.
 mlx::core::array clip_residual(const mlx::core::array& x, const mlx::core::array& y);
 

@@ -37,6 +37,7 @@ void finish_attention(TransformerSpec& spec) {
                 " is not a multiple of num_key_value_heads " + std::to_string(spec.num_kv_heads));
   spec.attention_scale = inverse_sqrt(spec.head_dim);
   spec.local_rope = spec.global_rope;
+  if (spec.layer_uses_rope.empty()) spec.layer_uses_rope.assign(spec.num_layers, true);
 }
 
 TransformerSpec llama(const ConfigReader& config) {
@@ -60,6 +61,115 @@ TransformerSpec llama(const ConfigReader& config) {
   return spec;
 }
 
+// llama with some layers that have no rotary positions (NoPE): the config's
+// no_rope_layers (1 = rope), or every no_rope_layer_interval-th layer.
+TransformerSpec smollm3(const ConfigReader& config) {
+  auto spec = llama(config);
+  spec.layer_uses_rope.assign(spec.num_layers, true);
+  if (config.has("no_rope_layers") && !config.raw()["no_rope_layers"].is_null()) {
+    const auto& flags = config.raw()["no_rope_layers"];
+    if (!flags.is_array() || static_cast<int>(flags.size()) != spec.num_layers)
+      throw Error("config.json: no_rope_layers must list one flag per layer");
+    for (int i = 0; i < spec.num_layers; ++i) spec.layer_uses_rope[i] = flags[i] != 0;
+  } else {
+    const int interval = config.int_or("no_rope_layer_interval", 4);
+    if (interval < 1) throw Error("config.json: no_rope_layer_interval must be at least 1");
+    for (int i = 0; i < spec.num_layers; ++i) spec.layer_uses_rope[i] = (i + 1) % interval != 0;
+  }
+  return spec;
+}
+
+// llama with traditional (interleaved) rope, q/k/v biases but none on o_proj.
+TransformerSpec helium(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.qkv_bias = config.required_bool("attention_bias");
+  spec.mlp_bias = config.required_bool("mlp_bias");
+  spec.max_position_embeddings = config.required_int("max_position_embeddings");
+  spec.global_rope = {float(config.required_number("rope_theta")), true, nullptr};
+  spec.tied_head = config.required_bool("tie_word_embeddings") ? TiedHead::tied : TiedHead::untied;
+  finish_attention(spec);
+  return spec;
+}
+
+// The first gemma: (1 + w) norms, exact gelu, embeddings times sqrt(hidden)
+// in the activation dtype, a tied head, plain rope.
+TransformerSpec gemma(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = config.required_int("head_dim");
+  spec.norm_style = NormStyle::one_plus_weight;
+  spec.activation = GatedActivation::gelu;
+  spec.global_rope = {float(config.number_or("rope_theta", 10000)),
+                      config.bool_or("rope_traditional", false), nullptr};
+  spec.embedding_scale = static_cast<float>(std::sqrt(double(spec.hidden_size)));
+  spec.tied_head = TiedHead::tied;
+  finish_attention(spec);
+  return spec;
+}
+
+// llama under other names: num_layers, layer_norm_epsilon, GPT-2 style
+// tensor names (transformer.h.N.attn.attention.out_proj, mlp.c_fc_0, ...).
+TransformerSpec exaone(const ConfigReader& config) {
+  TransformerSpec spec;
+  spec.hidden_size = config.required_int("hidden_size");
+  spec.num_layers = config.required_int("num_layers");
+  spec.intermediate_size = config.required_int("intermediate_size");
+  spec.num_heads = config.required_int("num_attention_heads");
+  spec.vocab_size = config.required_int("vocab_size");
+  spec.norm_eps = static_cast<float>(config.required_number("layer_norm_epsilon"));
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = config.int_or("head_dim", spec.hidden_size / spec.num_heads);
+  spec.max_position_embeddings = config.optional_int("max_position_embeddings");
+  spec.layer_is_sliding.assign(spec.num_layers, false);
+  spec.qkv_bias = spec.output_bias = config.bool_or("attention_bias", false);
+  spec.mlp_bias = config.bool_or("mlp_bias", false);
+  spec.global_rope = {float(config.required_number("rope_theta")),
+                      config.bool_or("rope_traditional", false),
+                      config.object_or_null("rope_scaling")};
+  spec.tied_head = config.bool_or("tie_word_embeddings", true) ? TiedHead::tied : TiedHead::untied;
+  spec.weight_names = {{"transformer.wte.", "model.embed_tokens."},
+                       {"transformer.ln_f.", "model.norm."},
+                       {"transformer.h.", "model.layers."},
+                       {".ln_1.", ".input_layernorm."},
+                       {".ln_2.", ".post_attention_layernorm."},
+                       {".attn.attention.out_proj.", ".self_attn.o_proj."},
+                       {".attn.attention.", ".self_attn."},
+                       {".mlp.c_fc_0.", ".mlp.gate_proj."},
+                       {".mlp.c_fc_1.", ".mlp.up_proj."},
+                       {".mlp.c_proj.", ".mlp.down_proj."}};
+  finish_attention(spec);
+  return spec;
+}
+
+// llama with one bias switch for every projection and interleaved rope
+// (rope_scaling is not read).
+TransformerSpec ernie4_5(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  const bool has_head_dim = config.has("head_dim") && !config.raw()["head_dim"].is_null();
+  spec.head_dim =
+      has_head_dim ? config.required_int("head_dim") : spec.hidden_size / spec.num_heads;
+  spec.qkv_bias = spec.output_bias = spec.mlp_bias = config.required_bool("use_bias");
+  spec.max_position_embeddings = config.required_int("max_position_embeddings");
+  spec.global_rope = {float(config.required_number("rope_theta")), true, nullptr};
+  spec.tied_head = config.required_bool("tie_word_embeddings") ? TiedHead::tied : TiedHead::untied;
+  finish_attention(spec);
+  return spec;
+}
+
+// llama with separate switches for the q/k/v and the output biases.
+TransformerSpec seed_oss(const ConfigReader& config) {
+  auto spec = llama(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = config.required_int("head_dim");
+  spec.qkv_bias = config.bool_or("attention_bias", false);
+  spec.output_bias = config.bool_or("attention_out_bias", false);
+  finish_attention(spec);
+  return spec;
+}
+
 TransformerSpec qwen2(const ConfigReader& config) {
   auto spec = common_fields(config);
   spec.num_kv_heads = config.required_int("num_key_value_heads");
@@ -71,6 +181,15 @@ TransformerSpec qwen2(const ConfigReader& config) {
   spec.max_position_embeddings = config.int_or("max_position_embeddings", 32768);
   spec.tied_head = config.bool_or("tie_word_embeddings", true) ? TiedHead::tied : TiedHead::untied;
   finish_attention(spec);
+  return spec;
+}
+
+// qwen2 with other defaults; its multi-token-prediction layers are unused.
+TransformerSpec mimo(const ConfigReader& config) {
+  auto spec = qwen2(config);
+  spec.global_rope.base = float(config.number_or("rope_theta", 10000));
+  spec.tied_head = config.bool_or("tie_word_embeddings", false) ? TiedHead::tied : TiedHead::untied;
+  spec.ignored_weight_prefixes = {"model.mtp_layers."};
   return spec;
 }
 
@@ -117,6 +236,7 @@ TransformerSpec gemma3_text(const ConfigReader& config) {
   spec.attention_scale = inverse_sqrt(config.number_or("query_pre_attn_scalar", 256));
   spec.local_rope = {float(config.number_or("rope_local_base_freq", 10000)), false, nullptr};
   spec.embedding_scale = static_cast<float>(std::sqrt(double(spec.hidden_size)));
+  spec.embedding_scale_in_bf16 = true;
   spec.sliding_window = config.int_or("sliding_window", 512);
   int pattern = config.int_or("sliding_window_pattern", 6);
   spec.layer_is_sliding.resize(spec.num_layers);
@@ -126,11 +246,25 @@ TransformerSpec gemma3_text(const ConfigReader& config) {
 
 const std::vector<std::pair<std::string, Builder>>& table() {
   static const std::vector<std::pair<std::string, Builder>> builders = {
-      {"llama", llama}, {"qwen2", qwen2}, {"qwen3", qwen3}, {"gemma3_text", gemma3_text}};
+      {"llama", llama},       {"qwen2", qwen2},
+      {"qwen3", qwen3},       {"gemma3_text", gemma3_text},
+      {"gemma", gemma},       {"helium", helium},
+      {"smollm3", smollm3},   {"exaone", exaone},
+      {"ernie4_5", ernie4_5}, {"seed_oss", seed_oss},
+      {"mimo", mimo}};
   return builders;
 }
 
 }  // namespace
+
+std::string rewrite_name(const std::string& name, const std::vector<NameRewrite>& rules) {
+  std::string result = name;
+  for (const auto& rule : rules) {
+    auto found = result.find(rule.from);
+    if (found != std::string::npos) result.replace(found, rule.from.size(), rule.to);
+  }
+  return result;
+}
 
 std::vector<std::string> supported_model_types() {
   std::vector<std::string> names;

@@ -102,6 +102,8 @@ mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const
 mx::array GatedMlp::operator()(const mx::array& x) const {
   auto gate_up = Linear::apply_all(x, {&gate_proj, &up_proj});
   const auto &gate = gate_up[0], &up = gate_up[1];
+  // The exact gelu has no kernel: its stock ops serve both paths.
+  if (activation == GatedActivation::gelu) return down_proj(mx::multiply(gelu(gate), up));
   if (kernels == KernelMode::fast) {
     auto kind = activation == GatedActivation::gelu_approx ? kernels::GatedActivation::gelu_approx
                                                            : kernels::GatedActivation::silu;
@@ -186,8 +188,9 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   }
   weights.discard(prefix + "self_attn.rotary_emb.inv_freq");
   const auto& rope = block.sliding ? spec_.local_rope : spec_.global_rope;
-  attention.rope = make_rotary_embedding(head_dim, rope.base, rope.traditional, rope.scaling,
-                                         spec_.max_position_embeddings);
+  if (spec_.layer_uses_rope[index])
+    attention.rope = make_rotary_embedding(head_dim, rope.base, rope.traditional, rope.scaling,
+                                           spec_.max_position_embeddings);
   attention.rope.fast_kernel = kernels_ == KernelMode::fast;
   attention.kernels = kernels_;
   attention.num_heads = spec_.num_heads;
@@ -236,8 +239,12 @@ size_t DenseTransformer::weight_bytes_per_token() const {
 
 mx::array DenseTransformer::embed(const mx::array& tokens) const {
   auto h = embed_tokens_.lookup(tokens);  // [B, L, hidden]
-  if (spec_.embedding_scale)
-    h = mx::multiply(h, mx::astype(mx::array(*spec_.embedding_scale, mx::bfloat16), h.dtype()));
+  if (spec_.embedding_scale) {
+    auto factor = spec_.embedding_scale_in_bf16
+                      ? mx::astype(mx::array(*spec_.embedding_scale, mx::bfloat16), h.dtype())
+                      : mx::array(*spec_.embedding_scale, h.dtype());
+    h = mx::multiply(h, factor);
+  }
   return h;
 }
 

@@ -125,8 +125,10 @@ mx::array head_norm(const std::optional<Norm>& norm, const mx::array& heads, mx:
 }
 
 // RotaryEmbedding::apply: the rotated part scaled first where the
-// embedding has an input scale (yarn, longrope).
+// embedding has an input scale (yarn, longrope); nothing for a layer
+// without positions (0 dims).
 mx::array rotated(const Plan& p, const mx::array& heads, int position) {
+  if (p.rope_dims == 0) return heads;
   auto input = heads;
   if (p.rope_input_scale) {
     input = eager::allocated_array(heads.shape(), heads.dtype());
@@ -293,8 +295,10 @@ void evaluate(const Plan& p) {
 std::optional<FusedDecodeBlock> FusedDecodeBlock::make(const TransformerBlock& block) {
   const auto& attention = block.attention;
   const auto& mlp = block.mlp;
+  // Not fused (their op graphs run instead): sandwich norms and activations
+  // the step has no kernel for.
   if (block.pre_feedforward_norm || attention.kernels != KernelMode::fast ||
-      !attention.rope.fast_kernel)
+      !attention.rope.fast_kernel || mlp.activation == GatedActivation::gelu)
     return std::nullopt;
   std::vector<std::optional<Projection>> projections;
   for (const auto* linear : {&attention.q_proj, &attention.k_proj, &attention.v_proj,

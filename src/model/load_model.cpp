@@ -55,8 +55,15 @@ LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions
   auto quantization = QuantizationConfig::from_model_config(loaded.config);
   auto weights = WeightStore::from_directory(directory);
   weights.strip_prefix("language_model.");
-  auto model =
-      std::make_unique<DenseTransformer>(std::move(spec), weights, quantization, options);
+  if (!spec.weight_names.empty()) {
+    auto rename = [&spec](const std::string& name) {
+      return rewrite_name(name, spec.weight_names);
+    };
+    weights.rename(rename);
+    quantization.rename_modules(rename);
+  }
+  for (const auto& prefix : spec.ignored_weight_prefixes) weights.discard_prefix(prefix);
+  auto model = std::make_unique<DenseTransformer>(std::move(spec), weights, quantization, options);
   weights.audit();
   loaded.model = std::move(model);
   loaded.eos_token_ids = eos_ids(loaded.config);

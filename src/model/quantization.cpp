@@ -88,4 +88,11 @@ std::optional<QuantizationParams> QuantizationConfig::for_module(const std::stri
   return params;
 }
 
+void QuantizationConfig::rename_modules(
+    const std::function<std::string(const std::string&)>& rename) {
+  std::map<std::string, std::optional<QuantizationParams>> renamed;
+  for (auto& [path, params] : overrides_) renamed.emplace(rename(path), params);
+  overrides_ = std::move(renamed);
+}
+
 }  // namespace mlx_cpp

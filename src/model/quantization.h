@@ -4,6 +4,7 @@
 // of parameters, or false for "keep dense"); any other module is quantized
 // iff the checkpoint has "<path>.scales", with group size and bits read off
 // the tensor shapes.
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -30,6 +31,8 @@ class QuantizationConfig {
                                                const WeightStore& weights) const;
 
   bool enabled() const { return default_.has_value(); }
+  // Renames the modules named in the config (as the checkpoint's tensors are).
+  void rename_modules(const std::function<std::string(const std::string&)>& rename);
 
  private:
   std::optional<QuantizationParams> default_;

@@ -103,12 +103,10 @@ RotaryEmbedding longrope(int dims, float base, const nlohmann::json& scaling,
     throw Error("rope_scaling long_factor has " + std::to_string(long_factor.size()) +
                 " entries, expected " + std::to_string(dims / 2));
   double factor = max_position_embeddings.value_or(131072) / original;
+  // mlx-lm's initialize_rope never passes a long_mscale to SuScaledRoPE, so
+  // a config's value is not read here either.
   double input_scale = 1.0;
-  if (scaling.contains("long_mscale") && scaling["long_mscale"].is_number() &&
-      scaling["long_mscale"].get<double>() != 0)
-    input_scale = scaling["long_mscale"].get<double>();
-  else if (factor > 1.0)
-    input_scale = std::sqrt(1 + std::log(factor) / std::log(original));
+  if (factor > 1.0) input_scale = std::sqrt(1 + std::log(factor) / std::log(original));
   RotaryEmbedding rope{dims, false, std::nullopt, 1.0f, std::nullopt, float(input_scale)};
   rope.freqs = mx::multiply(factors, base_powers(base, dims));
   return rope;
@@ -117,6 +115,7 @@ RotaryEmbedding longrope(int dims, float base, const nlohmann::json& scaling,
 }  // namespace
 
 mx::array RotaryEmbedding::apply(const mx::array& x, int offset) const {
+  if (dims == 0) return x;
   auto input = x;
   if (input_scale) {
     auto factor = mx::array(*input_scale, x.dtype());

@@ -19,7 +19,8 @@ struct RotaryEmbedding {
   std::optional<float> input_scale;       // multiplies x[..., :dims] first
   bool fast_kernel = false;               // own rope kernel instead of fast::rope
 
-  // x: [B, heads, L, head_dim]; positions start at offset.
+  // x: [B, heads, L, head_dim]; positions start at offset. An embedding of
+  // 0 dims rotates nothing (a layer without positions, smollm3's NoPE).
   mlx::core::array apply(const mlx::core::array& x, int offset) const;
 };
 

@@ -121,6 +121,8 @@ mx::array Sampler::draw(const mx::array& weights) {
   return mx::random::categorical(weights, -1, next_draw_key());
 }
 
-mx::array Sampler::uniform() { return mx::random::uniform({1}, mx::float32, next_draw_key()); }
+mx::array Sampler::uniform() {
+  return mx::random::uniform({1}, mx::float32, next_draw_key());
+}
 
 }  // namespace mlx_cpp

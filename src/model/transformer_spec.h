@@ -16,7 +16,8 @@ enum class NormStyle {
 
 enum class GatedActivation {
   silu,         // swiglu: silu(gate) * up
-  gelu_approx,  // gelu_approx(gate) * up, gemma
+  gelu_approx,  // gelu_approx(gate) * up, gemma 2/3
+  gelu,         // gelu(gate) * up with the exact (erf) gelu, gemma
 };
 
 // Which implementation computes the ops: MLX's stock ops (bit-exact with
@@ -34,6 +35,15 @@ struct RopeConfig {
   bool traditional = false;
   nlohmann::json scaling;  // rope_scaling object or null
 };
+
+// A checkpoint whose tensors are named otherwise than llama's: each rule
+// replaces the first occurrence of `from` in a tensor (and module) name,
+// rules in order, before anything is loaded.
+struct NameRewrite {
+  std::string from, to;
+};
+
+std::string rewrite_name(const std::string& name, const std::vector<NameRewrite>& rules);
 
 struct TransformerSpec {
   std::string model_type;  // after remapping (mistral → llama, ...)
@@ -56,14 +66,19 @@ struct TransformerSpec {
   GatedActivation activation = GatedActivation::silu;
   TiedHead tied_head = TiedHead::tied;
   float attention_scale = 1.0f;
-  // gemma: embeddings are multiplied by bf16(sqrt(hidden_size)) cast to the
-  // activation dtype.
+  // gemma: embeddings are multiplied by sqrt(hidden_size), in the
+  // activation dtype; gemma3 rounds the factor to bf16 first.
   std::optional<float> embedding_scale;
+  bool embedding_scale_in_bf16 = false;
 
   RopeConfig global_rope;
   RopeConfig local_rope;               // used by sliding-window layers
   std::vector<bool> layer_is_sliding;  // one entry per layer
+  std::vector<bool> layer_uses_rope;   // one entry per layer (smollm3: some have none)
   std::optional<int> sliding_window;
+
+  std::vector<NameRewrite> weight_names;             // checkpoint names -> llama's
+  std::vector<std::string> ignored_weight_prefixes;  // tensors the model does not use (mimo's MTP)
 };
 
 }  // namespace mlx_cpp

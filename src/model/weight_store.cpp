@@ -85,6 +85,22 @@ void WeightStore::strip_prefix(const std::string& prefix) {
   tensors_ = std::move(renamed);
 }
 
+void WeightStore::rename(const std::function<std::string(const std::string&)>& rename) {
+  std::map<std::string, mlx::core::array> renamed;
+  for (auto& [name, tensor] : tensors_) {
+    auto new_name = rename(name);
+    if (!renamed.emplace(new_name, tensor).second)
+      throw Error("checkpoint: two tensors are both read as '" + new_name + "' (one is " + name +
+                  ")");
+  }
+  tensors_ = std::move(renamed);
+}
+
+void WeightStore::discard_prefix(const std::string& prefix) {
+  for (const auto& [name, tensor] : tensors_)
+    if (name.rfind(prefix, 0) == 0) consumed_.insert(name);
+}
+
 void WeightStore::audit() const {
   std::vector<std::string> report = problems_;
   for (const auto& [name, tensor] : tensors_)

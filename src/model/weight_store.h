@@ -6,6 +6,7 @@
 #include <mlx/array.h>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -43,6 +44,10 @@ class WeightStore {
   void discard(const std::string& name);
   // Renames tensors with the given prefix (e.g. "language_model.").
   void strip_prefix(const std::string& prefix);
+  // Renames every tensor through `rename`; two tensors given one name throw.
+  void rename(const std::function<std::string(const std::string&)>& rename);
+  // Discards every tensor whose name starts with `prefix`.
+  void discard_prefix(const std::string& prefix);
 
   // Throws Error listing missing, mismatched and unused tensors.
   void audit() const;

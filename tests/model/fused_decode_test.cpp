@@ -30,8 +30,8 @@ int fused_layers(const LoadedModel& loaded) {
   return dynamic_cast<const DenseTransformer&>(*loaded.model).fused_layer_count();
 }
 
-// Layers whose decode step fuses, per case: dense (bf16) weights and
-// gemma's sandwich norms keep the op graph, and so does llama's layer 1,
+// Layers whose decode step fuses, per case: dense (bf16) weights, gemma 3's
+// sandwich norms and gemma's exact gelu keep the op graph, and so does llama's layer 1,
 // whose v_proj the checkpoint leaves unquantized (the other layers fuse).
 int expected_fused_layers(const std::string& name, int layers) {
   if (name.find("bf16") != std::string::npos || name.find("gemma") != std::string::npos) return 0;

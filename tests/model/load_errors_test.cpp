@@ -140,6 +140,53 @@ TEST_F(LoadErrors, MissingAndUnusedTensorsAreAllNamed) {
   EXPECT_NE(message.find("unused model.layers.1.extra.weight"), std::string::npos) << message;
 }
 
+// A llama checkpoint relabelled as another model_type of the table: the
+// same tensors, read through that type's rules.
+TEST_F(LoadErrors, IgnoredPrefixesAreTheOnlyUnusedTensorsAllowed) {
+  edit_config([](auto& config) {
+    config["model_type"] = "mimo";
+    config["num_key_value_heads"] = 2;
+  });
+  edit_weights([](auto& weights) {
+    weights.insert_or_assign("model.mtp_layers.0.proj.weight", mx::zeros({4}));
+  });
+  auto message = load_error();
+  // mimo reads q/k/v biases llama_q4 does not have; the MTP tensor is not named.
+  EXPECT_NE(message.find("missing model.layers.0.self_attn.q_proj.bias"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("mtp_layers"), std::string::npos) << message;
+}
+
+TEST_F(LoadErrors, RenamedTensorsThatCollideAreAnError) {
+  // exaone reads transformer.h.N.* as model.layers.N.*: a checkpoint with
+  // both spellings of one tensor names the clash.
+  edit_config([](auto& config) {
+    config["model_type"] = "exaone";
+    config["num_layers"] = config["num_hidden_layers"];
+    config["layer_norm_epsilon"] = config["rms_norm_eps"];
+  });
+  edit_weights([](auto& weights) {
+    weights.insert_or_assign("transformer.h.0.ln_1.weight",
+                             weights.at("model.layers.0.input_layernorm.weight"));
+  });
+  auto message = load_error();
+  EXPECT_NE(message.find("two tensors are both read as 'model.layers.0.input_layernorm.weight'"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(LoadErrors, NoRopeLayerFlagsMustCoverEveryLayer) {
+  edit_config([](auto& config) {
+    config["model_type"] = "smollm3";
+    config["no_rope_layers"] = {1, 0};  // llama_q4 has 3 layers
+  });
+  auto message = load_error();
+  EXPECT_NE(message.find("no_rope_layers must list one flag per layer"), std::string::npos)
+      << message;
+  edit_config([](auto& config) { config["no_rope_layers"] = {1, 0, 1}; });
+  EXPECT_EQ(load_error(), "");
+}
+
 TEST_F(LoadErrors, BadQuantizationBlocks) {
   edit_config([](auto& config) { config["quantization"]["bits"] = 7; });
   EXPECT_NE(load_error().find("7-bit quantization is not supported"), std::string::npos);

@@ -16,6 +16,7 @@ machine-specific: they are generated where they are checked, never committed.
 """
 import argparse
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -60,6 +61,43 @@ ARCHITECTURES = {
                         rope_theta=1000000.0, rope_local_base_freq=10000.0,
                         query_pre_attn_scalar=32, sliding_window=16,
                         sliding_window_pattern=2, max_position_embeddings=4096),
+    # (1 + w) norms, exact gelu, embeddings times sqrt(hidden).
+    "gemma": dict(model_type="gemma", hidden_size=64, num_hidden_layers=2,
+                  intermediate_size=128, num_attention_heads=4, num_key_value_heads=1,
+                  head_dim=16, rms_norm_eps=1e-6, vocab_size=VOCAB, rope_theta=10000.0),
+    # Interleaved rope, q/k/v biases, an untied head.
+    "helium": dict(model_type="helium", hidden_size=64, num_hidden_layers=2,
+                   intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=16, rms_norm_eps=1e-8, vocab_size=VOCAB, attention_bias=True,
+                   mlp_bias=False, rope_theta=100000.0, tie_word_embeddings=False,
+                   max_position_embeddings=4096),
+    # Every second layer without rotary positions (NoPE).
+    "smollm3": dict(model_type="smollm3", hidden_size=64, num_hidden_layers=4,
+                    intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                    rms_norm_eps=1e-6, vocab_size=VOCAB, rope_theta=5000000.0,
+                    tie_word_embeddings=True, max_position_embeddings=4096,
+                    no_rope_layer_interval=2),
+    # llama under GPT-2 style tensor names, biases on every attention projection.
+    "exaone": dict(model_type="exaone", hidden_size=64, num_layers=2, intermediate_size=128,
+                   num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB,
+                   rope_theta=10000.0, layer_norm_epsilon=1e-5, attention_bias=True,
+                   tie_word_embeddings=False, max_position_embeddings=4096),
+    # Interleaved rope; one bias switch for every projection.
+    "ernie4_5": dict(model_type="ernie4_5", hidden_size=64, num_hidden_layers=2,
+                     intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                     head_dim=16, rms_norm_eps=1e-5, vocab_size=VOCAB, rope_theta=500000.0,
+                     use_bias=True, tie_word_embeddings=True, max_position_embeddings=4096),
+    # q/k/v biases without an output bias, head_dim apart from hidden / heads
+    # (untied: mlx-lm's tied head does not take a quantized embedding).
+    "seed_oss": dict(model_type="seed_oss", hidden_size=64, num_hidden_layers=2,
+                     intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                     head_dim=32, rms_norm_eps=1e-6, vocab_size=VOCAB, attention_bias=True,
+                     attention_out_bias=False, rope_theta=10000000.0, tie_word_embeddings=False,
+                     max_position_embeddings=4096),
+    # qwen2 with mimo's defaults (rope_theta 10000, untied).
+    "mimo": dict(model_type="mimo", hidden_size=64, num_hidden_layers=2, intermediate_size=128,
+                 num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5,
+                 vocab_size=VOCAB),
 }
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
@@ -102,9 +140,11 @@ def randomize(model, seed):
     params = tree_flatten(model.parameters())
     new = []
     for name, value in params:
-        if name.endswith("norm.weight") or "layernorm" in name:
+        # Norms and embeddings by llama's names, or GPT-2's (exaone: ln_1, wte).
+        if (name.endswith("norm.weight") or "layernorm" in name
+                or re.search(r"(^|\.)ln_\w+\.weight$", name)):
             new.append((name, 1.0 + 0.1 * mx.random.normal(value.shape)))
-        elif "embed_tokens" in name:
+        elif "embed_tokens" in name or name.startswith("transformer.wte."):
             new.append((name, mx.random.normal(value.shape)))
         elif value.ndim == 2:
             new.append((name, mx.random.normal(value.shape) * value.shape[-1] ** -0.5))
