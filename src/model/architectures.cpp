@@ -170,6 +170,51 @@ TransformerSpec seed_oss(const ConfigReader& config) {
   return spec;
 }
 
+// llama with µP-style multipliers: embeddings, residual branches, the
+// attention scale and (dividing) the logits.
+TransformerSpec granite(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.qkv_bias = spec.output_bias = config.required_bool("attention_bias");
+  spec.mlp_bias = config.required_bool("mlp_bias");
+  spec.max_position_embeddings = config.required_int("max_position_embeddings");
+  spec.global_rope = {float(config.required_number("rope_theta")), false,
+                      config.object_or_null("rope_scaling")};
+  spec.tied_head = config.bool_or("tie_word_embeddings", true) ? TiedHead::tied : TiedHead::untied;
+  finish_attention(spec);
+  spec.attention_scale = float(config.required_number("attention_multiplier"));
+  spec.embedding_scale = float(config.required_number("embedding_multiplier"));
+  spec.residual_scale = float(config.required_number("residual_multiplier"));
+  spec.logits_divisor = float(config.required_number("logits_scaling"));
+  return spec;
+}
+
+// llama with µP scales: embeddings times scale_emb, residual branches times
+// scale_depth / sqrt(layers), and (untied) the hidden state divided by
+// hidden / dim_model_base before the head. A checkpoint without lm_head
+// uses the embedding, as mlx-lm's sanitize copies it.
+TransformerSpec minicpm(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.global_rope = {float(config.number_or("rope_theta", 1000000)),
+                      config.bool_or("rope_traditional", false),
+                      config.object_or_null("rope_scaling")};
+  finish_attention(spec);
+  spec.embedding_scale = float(config.required_number("scale_emb"));
+  spec.residual_scale =
+      float(config.required_number("scale_depth") / std::sqrt(double(spec.num_layers)));
+  if (config.bool_or("tie_word_embeddings", false)) {
+    spec.tied_head = TiedHead::tied;
+  } else {
+    spec.tied_head = TiedHead::if_head_missing;
+    spec.head_input_divisor =
+        float(double(spec.hidden_size) / config.required_number("dim_model_base"));
+  }
+  return spec;
+}
+
 TransformerSpec qwen2(const ConfigReader& config) {
   auto spec = common_fields(config);
   spec.num_kv_heads = config.required_int("num_key_value_heads");
@@ -251,7 +296,8 @@ const std::vector<std::pair<std::string, Builder>>& table() {
       {"gemma", gemma},       {"helium", helium},
       {"smollm3", smollm3},   {"exaone", exaone},
       {"ernie4_5", ernie4_5}, {"seed_oss", seed_oss},
-      {"mimo", mimo}};
+      {"mimo", mimo},         {"granite", granite},
+      {"minicpm", minicpm}};
   return builders;
 }
 

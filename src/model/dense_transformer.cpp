@@ -122,8 +122,13 @@ mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
     auto mlp_out = mlp((*pre_feedforward_norm)(h));
     return clip_residual(h, (*post_feedforward_norm)(mlp_out));
   }
-  auto [h, normed] = post_attention_norm.add_then_apply(x, attended);
-  return mx::add(h, mlp(normed));
+  // A Python float times a branch: the factor in the branch's dtype.
+  auto scaled = [this](const mx::array& branch) {
+    return residual_scale ? mx::multiply(branch, mx::array(*residual_scale, branch.dtype()))
+                          : branch;
+  };
+  auto [h, normed] = post_attention_norm.add_then_apply(x, scaled(attended));
+  return mx::add(h, scaled(mlp(normed)));
 }
 
 mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& mask,
@@ -177,6 +182,7 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   };
   TransformerBlock block;
   block.sliding = spec_.layer_is_sliding[index];
+  block.residual_scale = spec_.residual_scale;
   auto& attention = block.attention;
   attention.q_proj = linear("self_attn.q_proj", hidden, q_dims, spec_.qkv_bias);
   attention.k_proj = linear("self_attn.k_proj", hidden, kv_dims, spec_.qkv_bias);
@@ -250,7 +256,14 @@ mx::array DenseTransformer::embed(const mx::array& tokens) const {
 
 mx::array DenseTransformer::head(const mx::array& h) const {
   auto normed = (*final_norm_)(h);
-  return lm_head_ ? (*lm_head_)(normed) : embed_tokens_.as_linear(normed);
+  // Divisions stay divisions (not multiplications by the reciprocal), by
+  // Python floats in the operand's dtype, as mlx-lm writes them.
+  if (spec_.head_input_divisor)
+    normed = mx::divide(normed, mx::array(*spec_.head_input_divisor, normed.dtype()));
+  auto logits = lm_head_ ? (*lm_head_)(normed) : embed_tokens_.as_linear(normed);
+  if (spec_.logits_divisor)
+    logits = mx::divide(logits, mx::array(*spec_.logits_divisor, logits.dtype()));
+  return logits;
 }
 
 std::pair<AttentionMask, AttentionMask> DenseTransformer::masks_of(const CacheList& caches,

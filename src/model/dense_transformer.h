@@ -68,6 +68,7 @@ struct TransformerBlock {
   RmsNorm input_norm;
   RmsNorm post_attention_norm;  // llama: before the MLP; gemma: on the attention output
   std::optional<RmsNorm> pre_feedforward_norm, post_feedforward_norm;  // gemma only
+  std::optional<float> residual_scale;  // granite, minicpm: branch outputs times this
   bool sliding = false;
 
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,

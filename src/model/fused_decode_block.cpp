@@ -295,9 +295,9 @@ void evaluate(const Plan& p) {
 std::optional<FusedDecodeBlock> FusedDecodeBlock::make(const TransformerBlock& block) {
   const auto& attention = block.attention;
   const auto& mlp = block.mlp;
-  // Not fused (their op graphs run instead): sandwich norms and activations
-  // the step has no kernel for.
-  if (block.pre_feedforward_norm || attention.kernels != KernelMode::fast ||
+  // Not fused (their op graphs run instead): sandwich norms, scaled
+  // residual branches and activations the step has no kernel for.
+  if (block.pre_feedforward_norm || block.residual_scale || attention.kernels != KernelMode::fast ||
       !attention.rope.fast_kernel || mlp.activation == GatedActivation::gelu)
     return std::nullopt;
   std::vector<std::optional<Projection>> projections;

@@ -70,6 +70,13 @@ struct TransformerSpec {
   // activation dtype; gemma3 rounds the factor to bf16 first.
   std::optional<float> embedding_scale;
   bool embedding_scale_in_bf16 = false;
+  // granite, minicpm: each block's attention and MLP outputs are multiplied
+  // by this before their residual add.
+  std::optional<float> residual_scale;
+  // minicpm: the final hidden state is divided by this before the head.
+  std::optional<float> head_input_divisor;
+  // granite: the logits are divided by this.
+  std::optional<float> logits_divisor;
 
   RopeConfig global_rope;
   RopeConfig local_rope;               // used by sliding-window layers

@@ -98,6 +98,18 @@ ARCHITECTURES = {
     "mimo": dict(model_type="mimo", hidden_size=64, num_hidden_layers=2, intermediate_size=128,
                  num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5,
                  vocab_size=VOCAB),
+    # µP multipliers: embeddings, residual branches, attention scale, logits.
+    "granite": dict(model_type="granite", hidden_size=64, num_hidden_layers=2,
+                    intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                    rms_norm_eps=1e-6, vocab_size=VOCAB, logits_scaling=8.0,
+                    attention_multiplier=0.015625, embedding_multiplier=12.0,
+                    residual_multiplier=0.22, max_position_embeddings=4096,
+                    attention_bias=False, mlp_bias=False, rope_theta=10000.0),
+    # µP scales, and the hidden state divided before an untied head.
+    "minicpm": dict(model_type="minicpm", hidden_size=64, dim_model_base=16,
+                    num_hidden_layers=2, intermediate_size=128, num_attention_heads=4,
+                    num_key_value_heads=2, rms_norm_eps=1e-5, vocab_size=VOCAB,
+                    scale_depth=1.4, scale_emb=12.0, max_position_embeddings=4096),
 }
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
