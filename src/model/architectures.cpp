@@ -215,6 +215,66 @@ TransformerSpec minicpm(const ConfigReader& config) {
   return spec;
 }
 
+// llama with a post-norm block (the attention and MLP outputs are normed,
+// the input is not) and q/k RMSNorms over the whole projections.
+TransformerSpec olmo2(const ConfigReader& config) {
+  auto spec = llama(config);
+  spec.qk_norm = spec.qk_norm_full_width = spec.post_norms = true;
+  return spec;
+}
+
+// olmo2's block with sliding-window layers (every layer but each fourth,
+// unless layer_types says): they use plain rope, the full layers the
+// configured scaling.
+TransformerSpec olmo3(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  const bool has_head_dim = config.has("head_dim") && !config.raw()["head_dim"].is_null();
+  spec.head_dim =
+      has_head_dim ? config.required_int("head_dim") : spec.hidden_size / spec.num_heads;
+  spec.qkv_bias = spec.output_bias = config.bool_or("attention_bias", false);
+  spec.max_position_embeddings = config.required_int("max_position_embeddings");
+  const float base = float(config.required_number("rope_theta"));
+  spec.global_rope = {base, false, config.object_or_null("rope_scaling")};
+  spec.tied_head = config.bool_or("tie_word_embeddings", false) ? TiedHead::tied : TiedHead::untied;
+  finish_attention(spec);
+  spec.local_rope = {base, false, nullptr};
+  spec.sliding_window = config.required_int("sliding_window");
+  if (config.has("layer_types") && !config.raw()["layer_types"].is_null()) {
+    const auto& types = config.raw()["layer_types"];
+    if (!types.is_array() || static_cast<int>(types.size()) != spec.num_layers)
+      throw Error("config.json: layer_types must list one type per layer");
+    for (int i = 0; i < spec.num_layers; ++i)
+      spec.layer_is_sliding[i] = types[i] != "full_attention";
+  } else {
+    for (int i = 0; i < spec.num_layers; ++i) spec.layer_is_sliding[i] = (i + 1) % 4 != 0;
+  }
+  spec.qk_norm = spec.qk_norm_full_width = spec.post_norms = true;
+  return spec;
+}
+
+// olmo2's post-norm block with per-head q/k norms; with a
+// sliding_window_pattern ("LLLG"), L layers slide and G layers attend to
+// everything without rotary positions.
+TransformerSpec exaone4(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = config.required_int("head_dim");
+  spec.max_position_embeddings = config.required_int("max_position_embeddings");
+  spec.global_rope = {float(config.required_number("rope_theta")), false,
+                      config.object_or_null("rope_scaling")};
+  spec.tied_head = config.required_bool("tie_word_embeddings") ? TiedHead::tied : TiedHead::untied;
+  finish_attention(spec);
+  spec.qk_norm = spec.post_norms = true;
+  const auto& pattern = config.raw().value("sliding_window_pattern", nlohmann::json());
+  if (pattern.is_string() && !pattern.get<std::string>().empty()) {
+    const auto text = pattern.get<std::string>();
+    for (int i = 0; i < spec.num_layers; ++i)
+      spec.layer_is_sliding[i] = spec.layer_uses_rope[i] = text[i % text.size()] == 'L';
+    spec.sliding_window = config.required_int("sliding_window");
+  }
+  return spec;
+}
+
 TransformerSpec qwen2(const ConfigReader& config) {
   auto spec = common_fields(config);
   spec.num_kv_heads = config.required_int("num_key_value_heads");
@@ -297,7 +357,8 @@ const std::vector<std::pair<std::string, Builder>>& table() {
       {"smollm3", smollm3},   {"exaone", exaone},
       {"ernie4_5", ernie4_5}, {"seed_oss", seed_oss},
       {"mimo", mimo},         {"granite", granite},
-      {"minicpm", minicpm}};
+      {"minicpm", minicpm},   {"olmo2", olmo2},
+      {"olmo3", olmo3},       {"exaone4", exaone4}};
   return builders;
 }
 

@@ -31,6 +31,10 @@ Attention::Heads Attention::project_heads(const mx::array& x) const {
     return mx::transpose(shaped, {0, 2, 1, 3});  // [B, H, L, D]
   };
   auto qkv = Linear::apply_all(x, {&q_proj, &k_proj, &v_proj});
+  if (qk_norm_full_width)
+    return {split_heads((*q_norm)(qkv[0]), num_heads, std::nullopt),
+            split_heads((*k_norm)(qkv[1]), num_kv_heads, std::nullopt),
+            split_heads(qkv[2], num_kv_heads, std::nullopt)};
   return {split_heads(qkv[0], num_heads, q_norm), split_heads(qkv[1], num_kv_heads, k_norm),
           split_heads(qkv[2], num_kv_heads, std::nullopt)};
 }
@@ -116,7 +120,11 @@ mx::array GatedMlp::operator()(const mx::array& x) const {
 
 template <class Attend>
 mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
-  auto attended = attend(input_norm(x));
+  if (!input_norm) {  // post-norm (olmo2): the branches' outputs are normed
+    auto h = mx::add(x, post_attention_norm(attend(x)));
+    return mx::add(h, (*post_feedforward_norm)(mlp(h)));
+  }
+  auto attended = attend((*input_norm)(x));
   if (pre_feedforward_norm) {  // sandwich norms (gemma)
     auto h = clip_residual(x, post_attention_norm(attended));
     auto mlp_out = mlp((*pre_feedforward_norm)(h));
@@ -189,8 +197,9 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   attention.v_proj = linear("self_attn.v_proj", hidden, kv_dims, spec_.qkv_bias);
   attention.o_proj = linear("self_attn.o_proj", q_dims, hidden, spec_.output_bias);
   if (spec_.qk_norm) {
-    attention.q_norm = norm("self_attn.q_norm", head_dim);
-    attention.k_norm = norm("self_attn.k_norm", head_dim);
+    attention.qk_norm_full_width = spec_.qk_norm_full_width;
+    attention.q_norm = norm("self_attn.q_norm", spec_.qk_norm_full_width ? q_dims : head_dim);
+    attention.k_norm = norm("self_attn.k_norm", spec_.qk_norm_full_width ? kv_dims : head_dim);
   }
   weights.discard(prefix + "self_attn.rotary_emb.inv_freq");
   const auto& rope = block.sliding ? spec_.local_rope : spec_.global_rope;
@@ -207,12 +216,11 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   block.mlp = {linear("mlp.gate_proj", hidden, ffn, spec_.mlp_bias),
                linear("mlp.up_proj", hidden, ffn, spec_.mlp_bias),
                linear("mlp.down_proj", ffn, hidden, spec_.mlp_bias), spec_.activation, kernels_};
-  block.input_norm = norm("input_layernorm", hidden);
+  if (!spec_.post_norms) block.input_norm = norm("input_layernorm", hidden);
   block.post_attention_norm = norm("post_attention_layernorm", hidden);
-  if (spec_.sandwich_norms) {
-    block.pre_feedforward_norm = norm("pre_feedforward_layernorm", hidden);
+  if (spec_.sandwich_norms) block.pre_feedforward_norm = norm("pre_feedforward_layernorm", hidden);
+  if (spec_.sandwich_norms || spec_.post_norms)
     block.post_feedforward_norm = norm("post_feedforward_layernorm", hidden);
-  }
   return block;
 }
 
@@ -222,8 +230,8 @@ size_t Attention::bytes() const {
 }
 
 size_t TransformerBlock::bytes() const {
-  return attention.bytes() + mlp.bytes() + input_norm.bytes() + post_attention_norm.bytes() +
-         (pre_feedforward_norm ? pre_feedforward_norm->bytes() : 0) +
+  return attention.bytes() + mlp.bytes() + (input_norm ? input_norm->bytes() : 0) +
+         post_attention_norm.bytes() + (pre_feedforward_norm ? pre_feedforward_norm->bytes() : 0) +
          (post_feedforward_norm ? post_feedforward_norm->bytes() : 0);
 }
 

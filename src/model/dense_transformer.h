@@ -29,6 +29,7 @@ struct LayerRows {
 struct Attention {
   Linear q_proj, k_proj, v_proj, o_proj;
   std::optional<RmsNorm> q_norm, k_norm;
+  bool qk_norm_full_width = false;  // olmo2: over the whole projection, not per head
   RotaryEmbedding rope;
   int num_heads = 0, num_kv_heads = 0;
   float scale = 1.0f;
@@ -65,10 +66,11 @@ struct GatedMlp {
 struct TransformerBlock {
   Attention attention;
   GatedMlp mlp;
-  RmsNorm input_norm;
-  RmsNorm post_attention_norm;  // llama: before the MLP; gemma: on the attention output
-  std::optional<RmsNorm> pre_feedforward_norm, post_feedforward_norm;  // gemma only
-  std::optional<float> residual_scale;  // granite, minicpm: branch outputs times this
+  std::optional<RmsNorm> input_norm;  // none in a post-norm block (olmo2)
+  RmsNorm post_attention_norm;  // llama: before the MLP; gemma, olmo2: on the attention output
+  std::optional<RmsNorm> pre_feedforward_norm;   // gemma 3
+  std::optional<RmsNorm> post_feedforward_norm;  // gemma 3, olmo2: on the MLP output
+  std::optional<float> residual_scale;           // granite, minicpm: branch outputs times this
   bool sliding = false;
 
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,

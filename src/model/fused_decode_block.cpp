@@ -295,9 +295,11 @@ void evaluate(const Plan& p) {
 std::optional<FusedDecodeBlock> FusedDecodeBlock::make(const TransformerBlock& block) {
   const auto& attention = block.attention;
   const auto& mlp = block.mlp;
-  // Not fused (their op graphs run instead): sandwich norms, scaled
-  // residual branches and activations the step has no kernel for.
-  if (block.pre_feedforward_norm || block.residual_scale || attention.kernels != KernelMode::fast ||
+  // Not fused (their op graphs run instead): post-norm and sandwich blocks,
+  // q/k norms over whole projections, scaled residual branches and
+  // activations the step has no kernel for.
+  if (!block.input_norm || block.pre_feedforward_norm || block.residual_scale ||
+      attention.qk_norm_full_width || attention.kernels != KernelMode::fast ||
       !attention.rope.fast_kernel || mlp.activation == GatedActivation::gelu)
     return std::nullopt;
   std::vector<std::optional<Projection>> projections;
@@ -311,7 +313,7 @@ std::optional<FusedDecodeBlock> FusedDecodeBlock::make(const TransformerBlock& b
     return norm ? std::optional(norm_of(*norm)) : std::nullopt;
   };
   auto plan = std::make_shared<Plan>(Plan{
-      .input_norm = norm_of(block.input_norm),
+      .input_norm = norm_of(*block.input_norm),
       .post_attention_norm = norm_of(block.post_attention_norm),
       .q_norm = optional_norm(attention.q_norm),
       .k_norm = optional_norm(attention.k_norm),

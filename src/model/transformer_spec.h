@@ -62,6 +62,8 @@ struct TransformerSpec {
   bool mlp_bias = false;
   bool qk_norm = false;         // per-head RMSNorm on q and k before rope
   bool sandwich_norms = false;  // gemma: post-attention and pre/post feed-forward norms
+  bool post_norms = false;      // olmo2: no input norm; the attention and MLP outputs are normed
+  bool qk_norm_full_width = false;  // olmo2: q/k norms over the whole projection
   NormStyle norm_style = NormStyle::weight;
   GatedActivation activation = GatedActivation::silu;
   TiedHead tied_head = TiedHead::tied;

@@ -24,9 +24,9 @@ const std::filesystem::path kGoldens = std::filesystem::path(MLX_CPP_GOLDENS) / 
 // here, as tests are listed before the oracle runs).
 std::vector<std::string> batch_cases() {
   std::vector<std::string> names;
-  for (const char* arch :
-       {"llama", "llama_untied", "qwen2", "qwen3", "gemma3_text", "gemma", "helium", "smollm3",
-        "exaone", "ernie4_5", "seed_oss", "mimo", "granite", "minicpm"})
+  for (const char* arch : {"llama", "llama_untied", "qwen2", "qwen3", "gemma3_text", "gemma",
+                           "helium", "smollm3", "exaone", "ernie4_5", "seed_oss", "mimo", "granite",
+                           "minicpm", "olmo2", "olmo3", "exaone4"})
     for (const char* quant : {"bf16", "q4"}) names.push_back(std::string(arch) + "_" + quant);
   return names;
 }

@@ -17,7 +17,9 @@ namespace mx = mlx::core;
 
 constexpr int kVerifiedTokens = 6;
 
-mx::array one_token(int id) { return mx::array({id}, {1, 1}, mx::int32); }
+mx::array one_token(int id) {
+  return mx::array({id}, {1, 1}, mx::int32);
+}
 
 struct Case {
   std::string golden;

@@ -4,11 +4,10 @@
 // greedy tokens and text; and SmolLM2 knows the capital of France. The fast
 // path keeps the greedy tokens except at near ties.
 #include <gtest/gtest.h>
-
-#include <fstream>
-
 #include <mlx/io.h>
 #include <mlx/ops.h>
+
+#include <fstream>
 
 #include "engine/session.h"
 #include "golden_case.h"
@@ -56,8 +55,8 @@ TEST(RealModels, StockPathIsBitExactWithMlxLm) {
           {}, [&](const mx::array& step) { observed.push_back(step); });
       EXPECT_EQ(tokens, prompt["greedy"].get<std::vector<int>>());
       EXPECT_EQ(session->tokenizer().decode(tokens, false), prompt["greedy_text"]);
-      EXPECT_EQ(testing::compare_exact(mx::concatenate(observed, 0), logits.at(key + ".generation")),
-                "");
+      EXPECT_EQ(
+          testing::compare_exact(mx::concatenate(observed, 0), logits.at(key + ".generation")), "");
       auto fresh = session->model().make_caches();
       auto input = mx::array(ids.data(), {1, static_cast<int>(ids.size())}, mx::int32);
       EXPECT_EQ(testing::compare_exact(mx::squeeze(session->model().forward(input, fresh), 0),

@@ -110,6 +110,25 @@ ARCHITECTURES = {
                     num_hidden_layers=2, intermediate_size=128, num_attention_heads=4,
                     num_key_value_heads=2, rms_norm_eps=1e-5, vocab_size=VOCAB,
                     scale_depth=1.4, scale_emb=12.0, max_position_embeddings=4096),
+    # A post-norm block, q/k norms over the whole projections.
+    "olmo2": dict(model_type="olmo2", hidden_size=64, num_hidden_layers=2,
+                  intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                  rms_norm_eps=1e-6, vocab_size=VOCAB, rope_theta=500000.0,
+                  tie_word_embeddings=False, max_position_embeddings=4096),
+    # olmo2's block with three sliding layers (plain rope) and a full one (yarn).
+    "olmo3": dict(model_type="olmo3", hidden_size=64, num_hidden_layers=4,
+                  intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                  rms_norm_eps=1e-6, vocab_size=VOCAB, max_position_embeddings=4096,
+                  sliding_window=16, rope_theta=500000.0,
+                  rope_scaling=dict(rope_type="yarn", factor=4.0,
+                                    original_max_position_embeddings=256)),
+    # Post-norm with per-head q/k norms; "LLLG": sliding layers with rope, a
+    # global one without.
+    "exaone4": dict(model_type="exaone4", hidden_size=64, num_hidden_layers=4,
+                    intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                    rms_norm_eps=1e-5, vocab_size=VOCAB, max_position_embeddings=4096,
+                    rope_theta=1000000.0, head_dim=16, tie_word_embeddings=True,
+                    rope_scaling=None, sliding_window=16, sliding_window_pattern="LLLG"),
 }
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
