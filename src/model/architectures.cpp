@@ -40,6 +40,16 @@ void finish_attention(TransformerSpec& spec) {
   if (spec.layer_uses_rope.empty()) spec.layer_uses_rope.assign(spec.num_layers, true);
 }
 
+TiedHead tied_if(bool tied) {
+  return tied ? TiedHead::tied : TiedHead::untied;
+}
+
+// head_dim where the config gives one (null counts as none), else hidden / heads.
+int head_dim_or_split(const ConfigReader& config, const TransformerSpec& spec) {
+  const bool given = config.has("head_dim") && !config.raw()["head_dim"].is_null();
+  return given ? config.required_int("head_dim") : spec.hidden_size / spec.num_heads;
+}
+
 TransformerSpec llama(const ConfigReader& config) {
   auto spec = common_fields(config);
   spec.head_dim = config.int_or("head_dim", spec.hidden_size / spec.num_heads);
@@ -48,7 +58,7 @@ TransformerSpec llama(const ConfigReader& config) {
   spec.global_rope = {float(config.number_or("rope_theta", 10000)),
                       config.bool_or("rope_traditional", false),
                       config.object_or_null("rope_scaling")};
-  spec.tied_head = config.bool_or("tie_word_embeddings", true) ? TiedHead::tied : TiedHead::untied;
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", true));
   finish_attention(spec);
   if (config.has("layer_types")) {
     const auto& types = config.raw()["layer_types"];
@@ -88,7 +98,7 @@ TransformerSpec helium(const ConfigReader& config) {
   spec.mlp_bias = config.required_bool("mlp_bias");
   spec.max_position_embeddings = config.required_int("max_position_embeddings");
   spec.global_rope = {float(config.required_number("rope_theta")), true, nullptr};
-  spec.tied_head = config.required_bool("tie_word_embeddings") ? TiedHead::tied : TiedHead::untied;
+  spec.tied_head = tied_if(config.required_bool("tie_word_embeddings"));
   finish_attention(spec);
   return spec;
 }
@@ -128,7 +138,7 @@ TransformerSpec exaone(const ConfigReader& config) {
   spec.global_rope = {float(config.required_number("rope_theta")),
                       config.bool_or("rope_traditional", false),
                       config.object_or_null("rope_scaling")};
-  spec.tied_head = config.bool_or("tie_word_embeddings", true) ? TiedHead::tied : TiedHead::untied;
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", true));
   spec.weight_names = {{"transformer.wte.", "model.embed_tokens."},
                        {"transformer.ln_f.", "model.norm."},
                        {"transformer.h.", "model.layers."},
@@ -148,13 +158,11 @@ TransformerSpec exaone(const ConfigReader& config) {
 TransformerSpec ernie4_5(const ConfigReader& config) {
   auto spec = common_fields(config);
   spec.num_kv_heads = config.required_int("num_key_value_heads");
-  const bool has_head_dim = config.has("head_dim") && !config.raw()["head_dim"].is_null();
-  spec.head_dim =
-      has_head_dim ? config.required_int("head_dim") : spec.hidden_size / spec.num_heads;
+  spec.head_dim = head_dim_or_split(config, spec);
   spec.qkv_bias = spec.output_bias = spec.mlp_bias = config.required_bool("use_bias");
   spec.max_position_embeddings = config.required_int("max_position_embeddings");
   spec.global_rope = {float(config.required_number("rope_theta")), true, nullptr};
-  spec.tied_head = config.required_bool("tie_word_embeddings") ? TiedHead::tied : TiedHead::untied;
+  spec.tied_head = tied_if(config.required_bool("tie_word_embeddings"));
   finish_attention(spec);
   return spec;
 }
@@ -181,7 +189,7 @@ TransformerSpec granite(const ConfigReader& config) {
   spec.max_position_embeddings = config.required_int("max_position_embeddings");
   spec.global_rope = {float(config.required_number("rope_theta")), false,
                       config.object_or_null("rope_scaling")};
-  spec.tied_head = config.bool_or("tie_word_embeddings", true) ? TiedHead::tied : TiedHead::untied;
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", true));
   finish_attention(spec);
   spec.attention_scale = float(config.required_number("attention_multiplier"));
   spec.embedding_scale = float(config.required_number("embedding_multiplier"));
@@ -228,14 +236,12 @@ TransformerSpec olmo2(const ConfigReader& config) {
 // configured scaling.
 TransformerSpec olmo3(const ConfigReader& config) {
   auto spec = common_fields(config);
-  const bool has_head_dim = config.has("head_dim") && !config.raw()["head_dim"].is_null();
-  spec.head_dim =
-      has_head_dim ? config.required_int("head_dim") : spec.hidden_size / spec.num_heads;
+  spec.head_dim = head_dim_or_split(config, spec);
   spec.qkv_bias = spec.output_bias = config.bool_or("attention_bias", false);
   spec.max_position_embeddings = config.required_int("max_position_embeddings");
   const float base = float(config.required_number("rope_theta"));
   spec.global_rope = {base, false, config.object_or_null("rope_scaling")};
-  spec.tied_head = config.bool_or("tie_word_embeddings", false) ? TiedHead::tied : TiedHead::untied;
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", false));
   finish_attention(spec);
   spec.local_rope = {base, false, nullptr};
   spec.sliding_window = config.required_int("sliding_window");
@@ -262,7 +268,7 @@ TransformerSpec exaone4(const ConfigReader& config) {
   spec.max_position_embeddings = config.required_int("max_position_embeddings");
   spec.global_rope = {float(config.required_number("rope_theta")), false,
                       config.object_or_null("rope_scaling")};
-  spec.tied_head = config.required_bool("tie_word_embeddings") ? TiedHead::tied : TiedHead::untied;
+  spec.tied_head = tied_if(config.required_bool("tie_word_embeddings"));
   finish_attention(spec);
   spec.qk_norm = spec.post_norms = true;
   const auto& pattern = config.raw().value("sliding_window_pattern", nlohmann::json());
@@ -284,7 +290,7 @@ TransformerSpec qwen2(const ConfigReader& config) {
                       config.bool_or("rope_traditional", false),
                       config.object_or_null("rope_scaling")};
   spec.max_position_embeddings = config.int_or("max_position_embeddings", 32768);
-  spec.tied_head = config.bool_or("tie_word_embeddings", true) ? TiedHead::tied : TiedHead::untied;
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", true));
   finish_attention(spec);
   return spec;
 }
@@ -293,7 +299,7 @@ TransformerSpec qwen2(const ConfigReader& config) {
 TransformerSpec mimo(const ConfigReader& config) {
   auto spec = qwen2(config);
   spec.global_rope.base = float(config.number_or("rope_theta", 10000));
-  spec.tied_head = config.bool_or("tie_word_embeddings", false) ? TiedHead::tied : TiedHead::untied;
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", false));
   spec.ignored_weight_prefixes = {"model.mtp_layers."};
   return spec;
 }
@@ -315,7 +321,7 @@ TransformerSpec qwen3(const ConfigReader& config) {
   }
   if (!theta) throw Error("config.json (model_type qwen3): rope_theta is missing");
   spec.global_rope = {float(*theta), false, scaling};
-  spec.tied_head = config.required_bool("tie_word_embeddings") ? TiedHead::tied : TiedHead::untied;
+  spec.tied_head = tied_if(config.required_bool("tie_word_embeddings"));
   finish_attention(spec);
   return spec;
 }
