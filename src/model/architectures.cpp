@@ -281,6 +281,30 @@ TransformerSpec exaone4(const ConfigReader& config) {
   return spec;
 }
 
+// Sandwich norms with plain adds under glm's names, a fused gate_up_proj,
+// partial interleaved rope, q/k/v biases, always an lm_head.
+TransformerSpec glm4(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = config.required_int("head_dim");
+  spec.qkv_bias = config.required_bool("attention_bias");
+  spec.max_position_embeddings = config.int_or("max_position_embeddings", 32768);
+  spec.global_rope = {float(config.required_number("rope_theta")),
+                      config.bool_or("rope_traditional", true), nullptr};
+  spec.rotary_dims = int(spec.head_dim * config.required_number("partial_rotary_factor"));
+  spec.tied_head = TiedHead::untied;
+  spec.sandwich_norms = true;
+  spec.sandwich_clip = false;
+  spec.weight_names = {{".post_attention_layernorm.", ".pre_feedforward_layernorm."},
+                       {".post_self_attn_layernorm.", ".post_attention_layernorm."},
+                       {".post_mlp_layernorm.", ".post_feedforward_layernorm."}};
+  spec.fused_projections = {
+      {"gate_up_proj",
+       {{"gate_proj", spec.intermediate_size}, {"up_proj", spec.intermediate_size}}}};
+  finish_attention(spec);
+  return spec;
+}
+
 TransformerSpec qwen2(const ConfigReader& config) {
   auto spec = common_fields(config);
   spec.num_kv_heads = config.required_int("num_key_value_heads");
@@ -364,7 +388,8 @@ const std::vector<std::pair<std::string, Builder>>& table() {
       {"ernie4_5", ernie4_5}, {"seed_oss", seed_oss},
       {"mimo", mimo},         {"granite", granite},
       {"minicpm", minicpm},   {"olmo2", olmo2},
-      {"olmo3", olmo3},       {"exaone4", exaone4}};
+      {"olmo3", olmo3},       {"exaone4", exaone4},
+      {"glm4", glm4}};
   return builders;
 }
 

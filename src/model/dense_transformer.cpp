@@ -125,10 +125,13 @@ mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
     return mx::add(h, (*post_feedforward_norm)(mlp(h)));
   }
   auto attended = attend((*input_norm)(x));
-  if (pre_feedforward_norm) {  // sandwich norms (gemma)
-    auto h = clip_residual(x, post_attention_norm(attended));
+  if (pre_feedforward_norm) {  // sandwich norms (gemma 3, glm4)
+    auto add = [this](const mx::array& a, const mx::array& b) {
+      return sandwich_clip ? clip_residual(a, b) : mx::add(a, b);
+    };
+    auto h = add(x, post_attention_norm(attended));
     auto mlp_out = mlp((*pre_feedforward_norm)(h));
-    return clip_residual(h, (*post_feedforward_norm)(mlp_out));
+    return add(h, (*post_feedforward_norm)(mlp_out));
   }
   // A Python float times a branch: the factor in the branch's dtype.
   auto scaled = [this](const mx::array& branch) {
@@ -191,6 +194,7 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   TransformerBlock block;
   block.sliding = spec_.layer_is_sliding[index];
   block.residual_scale = spec_.residual_scale;
+  block.sandwich_clip = spec_.sandwich_clip;
   auto& attention = block.attention;
   attention.q_proj = linear("self_attn.q_proj", hidden, q_dims, spec_.qkv_bias);
   attention.k_proj = linear("self_attn.k_proj", hidden, kv_dims, spec_.qkv_bias);
@@ -204,8 +208,9 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   weights.discard(prefix + "self_attn.rotary_emb.inv_freq");
   const auto& rope = block.sliding ? spec_.local_rope : spec_.global_rope;
   if (spec_.layer_uses_rope[index])
-    attention.rope = make_rotary_embedding(head_dim, rope.base, rope.traditional, rope.scaling,
-                                           spec_.max_position_embeddings);
+    attention.rope =
+        make_rotary_embedding(spec_.rotary_dims.value_or(head_dim), rope.base, rope.traditional,
+                              rope.scaling, spec_.max_position_embeddings);
   attention.rope.fast_kernel = kernels_ == KernelMode::fast;
   attention.kernels = kernels_;
   attention.num_heads = spec_.num_heads;

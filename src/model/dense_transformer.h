@@ -71,6 +71,7 @@ struct TransformerBlock {
   std::optional<RmsNorm> pre_feedforward_norm;   // gemma 3
   std::optional<RmsNorm> post_feedforward_norm;  // gemma 3, olmo2: on the MLP output
   std::optional<float> residual_scale;           // granite, minicpm: branch outputs times this
+  bool sandwich_clip = true;                     // gemma 3: float16 sums clipped; glm4: plain adds
   bool sliding = false;
 
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,

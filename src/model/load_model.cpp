@@ -62,6 +62,8 @@ LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions
     weights.rename(rename);
     quantization.rename_modules(rename);
   }
+  for (const auto& projection : spec.fused_projections)
+    weights.split_rows(projection.fused, projection.parts);
   for (const auto& prefix : spec.ignored_weight_prefixes) weights.discard_prefix(prefix);
   auto model = std::make_unique<DenseTransformer>(std::move(spec), weights, quantization, options);
   weights.audit();

@@ -45,6 +45,13 @@ struct NameRewrite {
 
 std::string rewrite_name(const std::string& name, const std::vector<NameRewrite>& rules);
 
+// A projection the checkpoint stores fused (glm4's mlp.gate_up_proj): its
+// rows (output features) are split, in order, into the named parts.
+struct FusedProjection {
+  std::string fused;
+  std::vector<std::pair<std::string, int>> parts;  // name, rows
+};
+
 struct TransformerSpec {
   std::string model_type;  // after remapping (mistral → llama, ...)
   int hidden_size = 0;
@@ -62,6 +69,7 @@ struct TransformerSpec {
   bool mlp_bias = false;
   bool qk_norm = false;         // per-head RMSNorm on q and k before rope
   bool sandwich_norms = false;  // gemma: post-attention and pre/post feed-forward norms
+  bool sandwich_clip = true;    // gemma 3 clips float16 residual sums; glm4 adds plainly
   bool post_norms = false;      // olmo2: no input norm; the attention and MLP outputs are normed
   bool qk_norm_full_width = false;  // olmo2: q/k norms over the whole projection
   NormStyle norm_style = NormStyle::weight;
@@ -81,12 +89,14 @@ struct TransformerSpec {
   std::optional<float> logits_divisor;
 
   RopeConfig global_rope;
+  std::optional<int> rotary_dims;      // partial rotary: the leading dims rotate (default all)
   RopeConfig local_rope;               // used by sliding-window layers
   std::vector<bool> layer_is_sliding;  // one entry per layer
   std::vector<bool> layer_uses_rope;   // one entry per layer (smollm3: some have none)
   std::optional<int> sliding_window;
 
   std::vector<NameRewrite> weight_names;             // checkpoint names -> llama's
+  std::vector<FusedProjection> fused_projections;    // split at load, after the renames
   std::vector<std::string> ignored_weight_prefixes;  // tensors the model does not use (mimo's MTP)
 };
 

@@ -1,6 +1,7 @@
 #include "model/weight_store.h"
 
 #include <mlx/dtype_utils.h>
+#include <mlx/ops.h>
 #include <mlx/utils.h>
 
 #include <sstream>
@@ -94,6 +95,36 @@ void WeightStore::rename(const std::function<std::string(const std::string&)>& r
                   ")");
   }
   tensors_ = std::move(renamed);
+}
+
+void WeightStore::split_rows(const std::string& fused,
+                             const std::vector<std::pair<std::string, int>>& parts) {
+  const std::string marker = "." + fused + ".";
+  std::map<std::string, mlx::core::array> result;
+  for (auto& [name, tensor] : tensors_) {
+    auto found = name.find(marker);
+    if (found == std::string::npos) {
+      result.emplace(name, tensor);
+      continue;
+    }
+    int total = 0;
+    for (const auto& part : parts) total += part.second;
+    if (tensor.ndim() < 1 || tensor.shape(0) != total)
+      throw Error("checkpoint: " + name + " has " + describe_shape(tensor.shape()) + ", expected " +
+                  std::to_string(total) + " rows to split");
+    int start = 0;
+    for (const auto& [part, rows] : parts) {
+      auto stop = tensor.shape();
+      stop[0] = start + rows;
+      auto begin = mlx::core::Shape(tensor.ndim(), 0);
+      begin[0] = start;
+      auto split_name = name;
+      split_name.replace(found + 1, fused.size(), part);
+      result.emplace(split_name, mlx::core::slice(tensor, begin, stop));
+      start += rows;
+    }
+  }
+  tensors_ = std::move(result);
 }
 
 void WeightStore::discard_prefix(const std::string& prefix) {

@@ -46,6 +46,9 @@ class WeightStore {
   void strip_prefix(const std::string& prefix);
   // Renames every tensor through `rename`; two tensors given one name throw.
   void rename(const std::function<std::string(const std::string&)>& rename);
+  // Splits every tensor of a module named `.fused.` along its first axis
+  // into the parts' modules (rows each, in order): weights, scales, biases.
+  void split_rows(const std::string& fused, const std::vector<std::pair<std::string, int>>& parts);
   // Discards every tensor whose name starts with `prefix`.
   void discard_prefix(const std::string& prefix);
 

@@ -26,7 +26,7 @@ std::vector<std::string> batch_cases() {
   std::vector<std::string> names;
   for (const char* arch : {"llama", "llama_untied", "qwen2", "qwen3", "gemma3_text", "gemma",
                            "helium", "smollm3", "exaone", "ernie4_5", "seed_oss", "mimo", "granite",
-                           "minicpm", "olmo2", "olmo3", "exaone4"})
+                           "minicpm", "olmo2", "olmo3", "exaone4", "glm4"})
     for (const char* quant : {"bf16", "q4"}) names.push_back(std::string(arch) + "_" + quant);
   return names;
 }

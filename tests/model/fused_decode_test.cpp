@@ -30,12 +30,13 @@ int fused_layers(const LoadedModel& loaded) {
   return dynamic_cast<const DenseTransformer&>(*loaded.model).fused_layer_count();
 }
 
-// Layers whose decode step fuses, per case: dense (bf16) weights, gemma 3's
-// sandwich norms, gemma's exact gelu, the scaled residual branches of
-// granite and minicpm and the post-norm blocks of olmo2, olmo3 and exaone4 keep the op graph, and
-// so does llama's layer 1, whose v_proj the checkpoint leaves unquantized (the other layers fuse).
+// Layers whose decode step fuses, per case. These keep the op graph:
+// dense (bf16) weights, sandwich norms (gemma 3, glm4), gemma's exact gelu,
+// the scaled residual branches of granite and minicpm, the post-norm blocks
+// of olmo2, olmo3 and exaone4, and llama's layer 1, whose v_proj the
+// checkpoint leaves unquantized (the other layers fuse).
 int expected_fused_layers(const std::string& name, int layers) {
-  for (const char* unfused : {"bf16", "gemma", "granite", "minicpm", "olmo", "exaone4"})
+  for (const char* unfused : {"bf16", "gemma", "granite", "minicpm", "olmo", "exaone4", "glm4"})
     if (name.find(unfused) != std::string::npos) return 0;
   if (name.rfind("llama_q", 0) == 0) return layers - 1;
   return layers;

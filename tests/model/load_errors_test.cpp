@@ -175,6 +175,23 @@ TEST_F(LoadErrors, RenamedTensorsThatCollideAreAnError) {
       << message;
 }
 
+TEST_F(LoadErrors, AFusedProjectionOfTheWrongSizeIsNamed) {
+  edit_config([](auto& config) {
+    config["model_type"] = "glm4";
+    config["head_dim"] = 16;
+    config["attention_bias"] = false;
+    config["partial_rotary_factor"] = 0.5;
+  });
+  edit_weights([](auto& weights) {
+    weights.insert_or_assign("model.layers.0.mlp.gate_up_proj.weight", mx::zeros({100, 64}));
+  });
+  auto message = load_error();
+  EXPECT_NE(message.find("model.layers.0.mlp.gate_up_proj.weight has [100, 64], expected 256 rows "
+                         "to split"),
+            std::string::npos)
+      << message;
+}
+
 TEST_F(LoadErrors, NoRopeLayerFlagsMustCoverEveryLayer) {
   edit_config([](auto& config) {
     config["model_type"] = "smollm3";

@@ -129,6 +129,11 @@ ARCHITECTURES = {
                     rms_norm_eps=1e-5, vocab_size=VOCAB, max_position_embeddings=4096,
                     rope_theta=1000000.0, head_dim=16, tie_word_embeddings=True,
                     rope_scaling=None, sliding_window=16, sliding_window_pattern="LLLG"),
+    # A fused gate_up_proj, half the head rotated (interleaved), sandwich norms.
+    "glm4": dict(model_type="glm4", hidden_size=64, num_hidden_layers=2, intermediate_size=128,
+                 num_attention_heads=4, attention_bias=True, head_dim=16, rms_norm_eps=1e-5,
+                 vocab_size=VOCAB, num_key_value_heads=2, partial_rotary_factor=0.5,
+                 rope_theta=10000.0, max_position_embeddings=4096),
 }
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
