@@ -40,6 +40,15 @@ void finish_attention(TransformerSpec& spec) {
   if (spec.layer_uses_rope.empty()) spec.layer_uses_rope.assign(spec.num_layers, true);
 }
 
+// A config list with one entry per layer (`entry` names them in the error).
+const nlohmann::json& per_layer(const ConfigReader& config, const std::string& key, int layers,
+                                const std::string& entry) {
+  const auto& list = config.raw()[key];
+  if (!list.is_array() || static_cast<int>(list.size()) != layers)
+    throw Error("config.json: " + key + " must list one " + entry + " per layer");
+  return list;
+}
+
 TiedHead tied_if(bool tied) {
   return tied ? TiedHead::tied : TiedHead::untied;
 }
@@ -61,9 +70,7 @@ TransformerSpec llama(const ConfigReader& config) {
   spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", true));
   finish_attention(spec);
   if (config.has("layer_types")) {
-    const auto& types = config.raw()["layer_types"];
-    if (!types.is_array() || static_cast<int>(types.size()) != spec.num_layers)
-      throw Error("config.json: layer_types must list one type per layer");
+    const auto& types = per_layer(config, "layer_types", spec.num_layers, "type");
     for (int i = 0; i < spec.num_layers; ++i)
       spec.layer_is_sliding[i] = types[i] == "sliding_attention";
     spec.sliding_window = config.optional_int("sliding_window");
@@ -75,11 +82,8 @@ TransformerSpec llama(const ConfigReader& config) {
 // no_rope_layers (1 = rope), or every no_rope_layer_interval-th layer.
 TransformerSpec smollm3(const ConfigReader& config) {
   auto spec = llama(config);
-  spec.layer_uses_rope.assign(spec.num_layers, true);
   if (config.has("no_rope_layers") && !config.raw()["no_rope_layers"].is_null()) {
-    const auto& flags = config.raw()["no_rope_layers"];
-    if (!flags.is_array() || static_cast<int>(flags.size()) != spec.num_layers)
-      throw Error("config.json: no_rope_layers must list one flag per layer");
+    const auto& flags = per_layer(config, "no_rope_layers", spec.num_layers, "flag");
     for (int i = 0; i < spec.num_layers; ++i) spec.layer_uses_rope[i] = flags[i] != 0;
   } else {
     const int interval = config.int_or("no_rope_layer_interval", 4);
@@ -246,9 +250,7 @@ TransformerSpec olmo3(const ConfigReader& config) {
   spec.local_rope = {base, false, nullptr};
   spec.sliding_window = config.required_int("sliding_window");
   if (config.has("layer_types") && !config.raw()["layer_types"].is_null()) {
-    const auto& types = config.raw()["layer_types"];
-    if (!types.is_array() || static_cast<int>(types.size()) != spec.num_layers)
-      throw Error("config.json: layer_types must list one type per layer");
+    const auto& types = per_layer(config, "layer_types", spec.num_layers, "type");
     for (int i = 0; i < spec.num_layers; ++i)
       spec.layer_is_sliding[i] = types[i] != "full_attention";
   } else {

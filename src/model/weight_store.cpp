@@ -79,21 +79,27 @@ void WeightStore::discard(const std::string& name) {
   if (tensors_.count(name)) consumed_.insert(name);
 }
 
+namespace {
+
+// Adds a tensor under the name the model reads it by; a second tensor read
+// by the same name is an error, never a silent choice between the two.
+void insert_once(std::map<std::string, mlx::core::array>& tensors, const std::string& name,
+                 const mlx::core::array& tensor, const std::string& source) {
+  if (!tensors.emplace(name, tensor).second)
+    throw Error("checkpoint: two tensors are both read as '" + name + "' (one is " + source + ")");
+}
+
+}  // namespace
+
 void WeightStore::strip_prefix(const std::string& prefix) {
-  std::map<std::string, mlx::core::array> renamed;
-  for (auto& [name, tensor] : tensors_)
-    renamed.emplace(name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name, tensor);
-  tensors_ = std::move(renamed);
+  rename([&prefix](const std::string& name) {
+    return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+  });
 }
 
 void WeightStore::rename(const std::function<std::string(const std::string&)>& rename) {
   std::map<std::string, mlx::core::array> renamed;
-  for (auto& [name, tensor] : tensors_) {
-    auto new_name = rename(name);
-    if (!renamed.emplace(new_name, tensor).second)
-      throw Error("checkpoint: two tensors are both read as '" + new_name + "' (one is " + name +
-                  ")");
-  }
+  for (auto& [name, tensor] : tensors_) insert_once(renamed, rename(name), tensor, name);
   tensors_ = std::move(renamed);
 }
 
@@ -104,7 +110,7 @@ void WeightStore::split_rows(const std::string& fused,
   for (auto& [name, tensor] : tensors_) {
     auto found = name.find(marker);
     if (found == std::string::npos) {
-      result.emplace(name, tensor);
+      insert_once(result, name, tensor, name);
       continue;
     }
     int total = 0;
@@ -120,7 +126,7 @@ void WeightStore::split_rows(const std::string& fused,
       begin[0] = start;
       auto split_name = name;
       split_name.replace(found + 1, fused.size(), part);
-      result.emplace(split_name, mlx::core::slice(tensor, begin, stop));
+      insert_once(result, split_name, mlx::core::slice(tensor, begin, stop), name);
       start += rows;
     }
   }

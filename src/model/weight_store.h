@@ -42,7 +42,8 @@ class WeightStore {
       DtypeRule dtype_rule = DtypeRule::floating);
   // Discards a tensor the model knowingly ignores (e.g. rotary inv_freq).
   void discard(const std::string& name);
-  // Renames tensors with the given prefix (e.g. "language_model.").
+  // Renames tensors with the given prefix (e.g. "language_model."); a tensor
+  // stored both with and without it is an error, as for rename().
   void strip_prefix(const std::string& prefix);
   // Renames every tensor through `rename`; two tensors given one name throw.
   void rename(const std::function<std::string(const std::string&)>& rename);
