@@ -368,10 +368,8 @@ class ChatPage {
         if (firstToken !== null) answer.stats = {firstTokenSeconds: (firstToken - started) / 1000};
       } else {
         answer.error = error.message;
-        if (error.kind === "network") {
-          this.model = null;
-          this.connect();
-        } else if (error.kind === "auth") {
+        // A server gone or a key refused: wait for it (or ask for the key) again.
+        if (error.kind === "network" || error.kind === "auth") {
           this.model = null;
           this.connect();
         }

@@ -346,12 +346,14 @@ def add(a, b):
 
 
 def show_stored_answer(browser, server, name, question, answer):
-    """Stores a conversation whose answer is `answer` and opens it (a reload
-    renders stored answers through the same path as streamed ones)."""
+    """Stores a conversation of `question` and its `answer` (the text, or a
+    whole stored message) and opens it: a reload renders stored answers
+    through the same path as streamed ones."""
+    if isinstance(answer, str):
+        answer = {"role": "assistant", "content": answer}
     conversation = {"id": name, "title": name, "system": "", "created": 1,
                     "updated": time.time() * 1000 + 1e6, "contextTokens": 0,
-                    "messages": [{"role": "user", "content": question},
-                                 {"role": "assistant", "content": answer}]}
+                    "messages": [{"role": "user", "content": question}, answer]}
     browser.js("const all = JSON.parse(localStorage.getItem('mlx-cpp.conversations') || '[]');"
                "all.push(arguments[0]);"
                "localStorage.setItem('mlx-cpp.conversations', JSON.stringify(all));", conversation)
@@ -384,18 +386,11 @@ def check_markdown(checks, browser, server):
 
 
 def check_reasoning_and_tool_calls(checks, browser, server):
-    conversation = {"id": "agent", "title": "Agent", "system": "", "created": 1,
-                    "updated": time.time() * 1000 + 1e6, "contextTokens": 0, "messages": [
-                        {"role": "user", "content": "What is the weather in Paris?"},
-                        {"role": "assistant", "content": "",
-                         "reasoning": "The user wants the weather. I should call the tool.",
-                         "toolCalls": [{"id": "call_1", "name": "get_weather",
-                                        "arguments": "{\"city\": \"Paris\"}"}]}]}
-    browser.js("const all = JSON.parse(localStorage.getItem('mlx-cpp.conversations') || '[]');"
-               "all.push(arguments[0]);"
-               "localStorage.setItem('mlx-cpp.conversations', JSON.stringify(all));", conversation)
-    browser.driver.refresh()
-    open_page(browser, server)
+    show_stored_answer(browser, server, "Agent", "What is the weather in Paris?", {
+        "role": "assistant", "content": "",
+        "reasoning": "The user wants the weather. I should call the tool.",
+        "toolCalls": [{"id": "call_1", "name": "get_weather",
+                       "arguments": "{\"city\": \"Paris\"}"}]})
     found = browser.js("""
         const answer = document.querySelector('#messages .message.assistant');
         const reasoning = answer.querySelector('details.reasoning');
