@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "chat/tool_call_format.h"
 #include "cli/command.h"
 #include "cli/model_argument.h"
 #include "engine/model_runtime.h"
@@ -35,6 +36,8 @@ struct ServeArguments {
   std::string prompt_cache_bytes = "auto";
   std::string memory_budget = "auto";
   SpeculativeArguments speculative;
+  std::string tool_call_format = "auto";
+  std::string reasoning_format = "auto";
 };
 
 // A /proc/meminfo field in bytes (0 where it cannot be read).
@@ -121,7 +124,8 @@ void run_serve(const ServeArguments& args) {
   const auto directory = resolve_model_path(args.model);
   const auto model_id = served_model_id(args.model, directory);
   StopSignal stop_signal;
-  const RuntimeOptions options{args.context_size, parse_kernel_mode(args.kernels)};
+  RuntimeOptions options{args.context_size, parse_kernel_mode(args.kernels)};
+  if (args.tool_call_format != "auto") options.tool_call_format = args.tool_call_format;
   auto scheduling = args.scheduling;
   // A quarter of the memory free at start-up, as the prefix cache's default.
   scheduling.prompt_cache_bytes = parse_bytes("--prompt-cache-bytes", args.prompt_cache_bytes,
@@ -155,6 +159,14 @@ void run_serve(const ServeArguments& args) {
     if (engine.wait_until_loaded() == server::EngineState::ready) {
       std::chrono::duration<double> took = std::chrono::steady_clock::now() - load_start;
       std::clog << "mlx-cpp serve: model ready in " << took.count() << " s" << std::endl;
+      const auto format = engine.model_info()->output_format;
+      std::clog << "mlx-cpp serve: tool calls parsed as "
+                << (format.tool_calls ? std::string(format.tool_calls->name()) : "none")
+                << "; reasoning "
+                << (format.reasoning.empty() || !args.config.parse_reasoning
+                        ? std::string("not parsed")
+                        : "between " + format.reasoning.start + " and " + format.reasoning.end)
+                << std::endl;
     } else {
       stop_signal.notify();
     }
@@ -240,6 +252,20 @@ void register_serve_command(CLI::App& app) {
                    "Seconds running requests may finish after SIGINT/SIGTERM")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  auto tool_formats = chat::tool_call_format_names();
+  tool_formats.insert(tool_formats.begin(), {"auto", "none"});
+  command
+      ->add_option("--tool-call-format", args->tool_call_format,
+                   "How answers write tool calls: auto (what the chat template writes), none, "
+                   "or a format")
+      ->capture_default_str()
+      ->check(CLI::IsMember(tool_formats));
+  command
+      ->add_option("--reasoning-format", args->reasoning_format,
+                   "auto: reasoning goes to reasoning_content; none: it stays in the content")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "none"}))
+      ->each([args](const std::string& value) { args->config.parse_reasoning = value != "none"; });
   command->add_flag(
       "--no-webui", [args](int64_t) { args->config.web_page = false; },
       "No chat page at / (the API alone)");

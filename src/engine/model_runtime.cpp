@@ -26,7 +26,32 @@ std::unique_ptr<ModelRuntime> ModelRuntime::open(const std::filesystem::path& di
   // As mlx-lm: the config's EOS ids, or the tokenizer's when it has none.
   if (runtime->eos_token_ids_.empty() && runtime->tokenizer_->eos_token_id())
     runtime->eos_token_ids_.push_back(*runtime->tokenizer_->eos_token_id());
+  runtime->find_output_format(options.tool_call_format);
   return runtime;
+}
+
+void ModelRuntime::find_output_format(const std::string& tool_call_format) {
+  chat::OutputFormatSources sources;
+  sources.chat_template = chat_template_.get();
+  sources.template_source = tokenizer_->chat_template();
+  sources.template_variables = template_special_tokens_;
+  sources.is_token = [this](std::string_view token) {
+    return tokenizer_->token_to_id(token).has_value();
+  };
+  output_format_ = chat::detect_output_format(sources);
+  if (tool_call_format == "none")
+    output_format_.tool_calls = nullptr;
+  else if (!tool_call_format.empty())
+    output_format_.tool_calls = &chat::tool_call_format(tool_call_format);
+  keep_marker_tokens();
+}
+
+void ModelRuntime::keep_marker_tokens() {
+  kept_special_tokens_.clear();
+  for (const auto& marker : output_format_.marker_tokens()) {
+    auto id = tokenizer_->token_to_id(marker);
+    if (id && tokenizer_->is_special_token(*id)) kept_special_tokens_.insert(*id);
+  }
 }
 
 std::unique_ptr<ModelRuntime> ModelRuntime::for_token_ids(LoadedModel loaded,

@@ -6,8 +6,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
+#include "chat/output_format.h"
 #include "engine/token_generator.h"
 #include "model/language_model.h"
 #include "template/chat_template.h"
@@ -18,6 +20,10 @@ namespace mlx_cpp {
 struct RuntimeOptions {
   int context_size = 0;  // max prompt + completion tokens (0 = model's max_position_embeddings)
   KernelMode kernels = KernelMode::fast;  // stock: bit-exact with mlx-lm
+  // The tool-call format answers are parsed in: empty to take the one the
+  // chat template writes, "none" for none, or a name from
+  // chat::tool_call_format_names().
+  std::string tool_call_format;
 };
 
 class ModelRuntime {
@@ -55,6 +61,12 @@ class ModelRuntime {
   // template writes them).
   std::vector<int> encode_user_message(const std::string& text,
                                        const std::string& system = "") const;
+  // How the model writes tool calls and reasoning (found at open, see
+  // RuntimeOptions::tool_call_format; empty without a tokenizer).
+  const chat::OutputFormat& output_format() const { return output_format_; }
+  // Special tokens decoded into the text because the output parser reads
+  // them (a format's markers); other special tokens are dropped.
+  const std::unordered_set<TokenId>& kept_special_tokens() const { return kept_special_tokens_; }
 
  private:
   ModelRuntime() = default;
@@ -63,6 +75,10 @@ class ModelRuntime {
   std::unique_ptr<ChatTemplate> chat_template_;
   nlohmann::ordered_json template_special_tokens_;  // bos/eos/unk/pad as template variables
   nlohmann::json generation_config_;
+  chat::OutputFormat output_format_;
+  std::unordered_set<TokenId> kept_special_tokens_;
+  void find_output_format(const std::string& tool_call_format);
+  void keep_marker_tokens();
   std::vector<int> eos_token_ids_;
   KernelMode kernels_ = KernelMode::fast;
   int context_size_ = 0;

@@ -45,7 +45,8 @@ Sequence::Sequence(SequenceId id, const ModelRuntime& runtime, TextRequest reque
       sampler_(request_.options.sampler),
       stops_(request_.stop),
       arrival_(Clock::now()) {
-  if (runtime.has_tokenizer()) detokenizer_.emplace(runtime.tokenizer());
+  if (runtime.has_tokenizer())
+    detokenizer_.emplace(runtime.tokenizer(), runtime.kept_special_tokens());
 }
 
 void Sequence::start(CacheList caches, int cached) {

@@ -24,6 +24,8 @@ class Backend {
   virtual GenerationOptions default_options() const = 0;
   // Whether a draft model is loaded (requests may then speculate with it).
   virtual bool has_draft_model() const { return false; }
+  // How the model writes tool calls and reasoning (none known by default).
+  virtual chat::OutputFormat output_format() const { return {}; }
   virtual std::vector<int> encode(const std::string& text, bool add_special_tokens) const = 0;
   virtual std::string decode(const std::vector<int>& ids) const = 0;
   virtual std::string render_chat(const nlohmann::ordered_json& messages,
@@ -64,6 +66,7 @@ class SchedulerBackend : public Backend {
     return options;
   }
   bool has_draft_model() const override { return draft_ != nullptr; }
+  chat::OutputFormat output_format() const override { return runtime_->output_format(); }
   std::vector<int> encode(const std::string& text, bool add_special_tokens) const override {
     return runtime_->encode(text, add_special_tokens);
   }

@@ -80,7 +80,8 @@ class ResponseWriter {
   bool on_chunk(httplib::DataSink& sink, TextChunk chunk) {
     if (chunk.text.empty() && (chunk.tokens.empty() || !logprobs_)) return true;
     if (!first_text_) first_text_ = Clock::now();
-    if (stream_) return write(sink, sse_event(shape_->text_chunk(chunk)));
+    auto json = shape_->text_chunk(chunk);  // the answer parser reads every chunk
+    if (stream_) return json.is_null() ? client_still_there(sink) : write(sink, sse_event(json));
     chunks_.push_back(std::move(chunk));
     return client_still_there(sink);
   }
@@ -92,10 +93,14 @@ class ResponseWriter {
     usage.speculative = stats.draft_kind != DraftKind::none;
     usage.accepted_prediction_tokens = stats.draft_accepted;
     usage.rejected_prediction_tokens = stats.draft_proposed - stats.draft_accepted;
+    shape_->finish();
+    if (auto reasoning = shape_->reasoning(); !reasoning.empty() && context_.engine.backend())
+      usage.reasoning_tokens = static_cast<int>(
+          context_.engine.backend()->encode(reasoning, /*add_special_tokens=*/false).size());
     record(result, usage);
     std::string data;
     if (stream_) {
-      data = sse_event(shape_->final_chunk(finish_reason_of(result)));
+      for (const auto& chunk : shape_->closing_chunks(result)) data += sse_event(chunk);
       if (include_usage_) data += sse_event(shape_->usage_chunk(usage));
       data += sse_done();
     } else {
@@ -156,6 +161,21 @@ ModelInfo ready_model(const EngineThread& engine) {
   return *info;
 }
 
+// What a chat answer is parsed into: reasoning when the model thinks in
+// tags (from the start, when the prompt opened the block), tool calls when
+// the request offered tools.
+chat::OutputParser answer_parser(const ServerConfig& config, const ModelInfo& model,
+                                 const CompletionRequest& request, const RenderedPrompt& prompt) {
+  chat::OutputOptions options;
+  options.parse_reasoning = config.parse_reasoning;
+  options.starts_in_reasoning =
+      chat::prompt_opens_reasoning(prompt.chat_text, model.output_format.reasoning);
+  options.parse_tool_calls = request.tools.is_array() && request.tool_choice != ToolChoice::none;
+  if (options.parse_tool_calls) options.tools.tools = request.tools;
+  options.max_calls = request.parallel_tool_calls ? 0 : 1;
+  return chat::OutputParser(model.output_format, std::move(options));
+}
+
 }  // namespace
 
 void handle_completion(RouteContext& context, const httplib::Request& http_request,
@@ -165,13 +185,17 @@ void handle_completion(RouteContext& context, const httplib::Request& http_reque
   const auto body = parse_json_body(http_request.body);
   auto request = endpoint == Endpoint::chat ? parse_chat_request(body, model)
                                             : parse_completion_request(body, model);
-  auto shape = endpoint == Endpoint::chat ? make_chat_shape(model.id, request.text.logprobs)
-                                          : make_completion_shape(model.id, request.text.logprobs);
-  const ResponseOptions options{request.stream, request.include_usage, request.text.logprobs};
-  auto channel = std::make_shared<ResultChannel>();
   const Backend* backend = context.engine.backend();
   if (!backend) throw ApiError(503, "unavailable_error", "the model is still loading");
-  context.engine.post(make_generation_job(*backend, std::move(request), channel));
+  auto prompt = render_prompt(*backend, request);
+  auto shape = endpoint == Endpoint::chat
+                   ? make_chat_shape(model.id, request.text.logprobs,
+                                     answer_parser(context.config, model, request, prompt))
+                   : make_completion_shape(model.id, request.text.logprobs);
+  const ResponseOptions options{request.stream, request.include_usage, request.text.logprobs};
+  auto channel = std::make_shared<ResultChannel>();
+  context.engine.post(
+      make_generation_job(*backend, std::move(request), std::move(prompt.ids), channel));
 
   TaskEvent first = channel->wait();
   if (auto* error = std::get_if<ErrorResponse>(&first)) return set_error(response, *error);

@@ -4,6 +4,7 @@
 #include "model/logits_processors.h"
 #include "model/sampler.h"
 #include "server/api_error.h"
+#include "server/chat_request.h"
 #include "server/request_fields.h"
 
 namespace mlx_cpp::server {
@@ -169,53 +170,11 @@ CompletionRequest parse_common(const nlohmann::ordered_json& body, const ModelIn
   return request;
 }
 
-// Text content parts are joined; other part types are refused by name.
-std::string message_text(const nlohmann::ordered_json& content, size_t index) {
-  const std::string param = "messages[" + std::to_string(index) + "].content";
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array())
-    throw invalid_request("'" + param + "' must be a string or a list of content parts", param);
-  std::string text;
-  for (const auto& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-        !part["text"].is_string())
-      throw invalid_request("'" + param + "': only text content parts are supported", param);
-    text += part["text"].get<std::string>();
-  }
-  return text;
-}
-
-nlohmann::ordered_json parse_messages(const nlohmann::ordered_json& body) {
-  auto it = body.find("messages");
-  if (it == body.end() || !it->is_array() || it->empty())
-    throw invalid_request("'messages' must be a non-empty list", "messages");
-  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < it->size(); ++i) {
-    nlohmann::ordered_json message = (*it)[i];
-    const std::string param = "messages[" + std::to_string(i) + "]";
-    if (!message.is_object()) throw invalid_request("'" + param + "' must be an object", param);
-    if (!message.contains("role") || !message["role"].is_string())
-      throw invalid_request("'" + param + ".role' must be a string", param + ".role");
-    if (message.contains("content") && !message["content"].is_null())
-      message["content"] = message_text(message["content"], i);
-    else if (!message.contains("tool_calls"))
-      throw invalid_request("'" + param + ".content' is required", param + ".content");
-    messages.push_back(std::move(message));
-  }
-  return messages;
-}
-
 }  // namespace
 
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& body, const ModelInfo& model) {
   auto request = parse_common(body, model, Endpoint::chat);
-  request.messages = parse_messages(body);
-  auto tools = body.find("tools");
-  if (tools != body.end() && !tools->is_null()) {
-    if (!tools->is_array()) throw invalid_request("'tools' must be a list", "tools");
-    if (!tools->empty()) request.tools = *tools;
-  }
-  request.template_kwargs = optional_object(body, "chat_template_kwargs");
+  parse_chat_fields(body, model, request);
   request.text.logprobs = optional_bool(body, "logprobs").value_or(false);
   if (auto top = optional_integer(body, "top_logprobs", 0, kMaxTopLogprobs)) {
     if (!request.text.logprobs && *top > 0)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/output_format.h"
 #include "engine/session.h"
 
 namespace mlx_cpp::server {
@@ -16,12 +17,17 @@ struct ModelInfo {
   std::string id;  // the name /v1/models lists and responses carry
   int context_size = 0;
   int vocab_size = 0;
-  GenerationOptions defaults;  // from generation_config.json
-  long long created = 0;       // unix seconds when loading finished
-  bool draft_model = false;    // a draft model is loaded beside it
+  GenerationOptions defaults;        // from generation_config.json
+  long long created = 0;             // unix seconds when loading finished
+  bool draft_model = false;          // a draft model is loaded beside it
+  chat::OutputFormat output_format;  // how its answers are parsed
 };
 
 enum class Endpoint { chat, completion };
+
+// OpenAI's tool_choice. required and a named function need constrained
+// decoding to be enforced, which is not built yet: they are refused.
+enum class ToolChoice { automatic, none };
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::chat;
@@ -29,7 +35,9 @@ struct CompletionRequest {
   // kwargs, rendered by the model's template on the engine thread.
   nlohmann::ordered_json messages;
   nlohmann::ordered_json tools;
-  nlohmann::ordered_json template_kwargs;
+  nlohmann::ordered_json template_kwargs;  // reasoning_effort's switches included
+  ToolChoice tool_choice = ToolChoice::automatic;
+  bool parallel_tool_calls = true;
   // Completions: the prompt as text, or as token ids when prompt_is_ids.
   std::string prompt_text;
   std::vector<int> prompt_ids;

@@ -77,7 +77,8 @@ bool EngineThread::load_backend() {
                    backend->vocab_size(),
                    backend->default_options(),
                    static_cast<long long>(std::time(nullptr)),
-                   backend->has_draft_model()};
+                   backend->has_draft_model(),
+                   backend->output_format()};
     std::lock_guard lock(mutex_);
     backend_ = std::move(backend);
     ready_backend_.store(backend_.get());

@@ -4,14 +4,20 @@
 
 namespace mlx_cpp::server {
 
-std::vector<int> prompt_token_ids(const Backend& backend, const CompletionRequest& request) {
+RenderedPrompt render_prompt(const Backend& backend, const CompletionRequest& request) {
+  RenderedPrompt prompt;
   if (request.endpoint == Endpoint::chat) {
-    std::string text =
-        backend.render_chat(request.messages, request.tools, request.template_kwargs);
-    return backend.encode(text, /*add_special_tokens=*/false);
+    const bool offer_tools = request.tool_choice != ToolChoice::none;
+    prompt.chat_text = backend.render_chat(
+        request.messages, offer_tools ? request.tools : nlohmann::ordered_json(nullptr),
+        request.template_kwargs);
+    prompt.ids = backend.encode(prompt.chat_text, /*add_special_tokens=*/false);
+  } else if (request.prompt_is_ids) {
+    prompt.ids = request.prompt_ids;
+  } else {
+    prompt.ids = backend.encode(request.prompt_text, /*add_special_tokens=*/true);
   }
-  if (request.prompt_is_ids) return request.prompt_ids;
-  return backend.encode(request.prompt_text, /*add_special_tokens=*/true);
+  return prompt;
 }
 
 namespace {
@@ -35,8 +41,9 @@ void fit_to_context(const Backend& backend, CompletionRequest& request) {
 }  // namespace
 
 GenerationJob make_generation_job(const Backend& backend, CompletionRequest request,
+                                  std::vector<int> prompt_ids,
                                   std::shared_ptr<ResultChannel> channel) {
-  request.text.prompt_ids = prompt_token_ids(backend, request);
+  request.text.prompt_ids = std::move(prompt_ids);
   fit_to_context(backend, request);
   return {std::move(request.text), std::move(channel)};
 }

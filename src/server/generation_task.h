@@ -9,13 +9,20 @@
 
 namespace mlx_cpp::server {
 
+struct RenderedPrompt {
+  std::string chat_text;  // chat: what the template wrote (the answer parser reads its end)
+  std::vector<int> ids;
+};
+
+// The prompt's token ids: the chat template rendered (tools left out when
+// tool_choice is none) then encoded without special tokens (the template
+// writes them), or the completion prompt.
+RenderedPrompt render_prompt(const Backend& backend, const CompletionRequest& request);
+
 // Throws ApiError 400 when the prompt is empty or leaves no room to
 // generate; max_tokens is limited to the room left.
 GenerationJob make_generation_job(const Backend& backend, CompletionRequest request,
+                                  std::vector<int> prompt_ids,
                                   std::shared_ptr<ResultChannel> channel);
-
-// The prompt's token ids: the chat template rendered then encoded without
-// special tokens (the template writes them), or the completion prompt.
-std::vector<int> prompt_token_ids(const Backend& backend, const CompletionRequest& request);
 
 }  // namespace mlx_cpp::server

@@ -29,6 +29,8 @@ struct ServerConfig {
   size_t max_body_bytes = 8u << 20;
   bool log_requests = true;
   bool web_page = true;  // the chat page at GET / (web_page.h)
+  // false (--reasoning-format none): reasoning stays in the content as written.
+  bool parse_reasoning = true;
 };
 
 class HttpServer {

@@ -8,7 +8,7 @@
 namespace mlx_cpp::server {
 namespace {
 
-nlohmann::ordered_json model_entry(const EngineThread& engine) {
+nlohmann::ordered_json model_entry(const EngineThread& engine, const ServerConfig& config) {
   auto info = engine.model_info();
   nlohmann::ordered_json entry = {{"id", engine.model_id()},
                                   {"object", "model"},
@@ -22,6 +22,16 @@ nlohmann::ordered_json model_entry(const EngineThread& engine) {
   if (info->draft_model) sources.push_back(draft_kind_name(DraftKind::draft_model));
   entry["speculative"] = {{"sources", sources},
                           {"default", draft_kind_name(info->defaults.speculative.kind)}};
+  // How answers are parsed: the tool-call format, and the think tags
+  // whose contents go to reasoning_content (null: not parsed).
+  const auto& format = info->output_format;
+  entry["tool_call_format"] =
+      format.tool_calls ? nlohmann::ordered_json(format.tool_calls->name()) : nullptr;
+  entry["reasoning"] = nullptr;
+  if (config.parse_reasoning && format.tool_calls && format.tool_calls->parses_reasoning())
+    entry["reasoning"] = {{"format", format.tool_calls->name()}};
+  else if (config.parse_reasoning && !format.reasoning.empty())
+    entry["reasoning"] = {{"start", format.reasoning.start}, {"end", format.reasoning.end}};
   return entry;
 }
 
@@ -43,9 +53,10 @@ void handle_models(RouteContext& context, const httplib::Request& request,
                          "' is not served here (this server serves '" + context.engine.model_id() +
                          "')",
                      "model", "model_not_found");
-    return set_json(response, 200, model_entry(context.engine));
+    return set_json(response, 200, model_entry(context.engine, context.config));
   }
-  set_json(response, 200, {{"object", "list"}, {"data", {model_entry(context.engine)}}});
+  set_json(response, 200,
+           {{"object", "list"}, {"data", {model_entry(context.engine, context.config)}}});
 }
 
 void handle_health(RouteContext& context, httplib::Response& response) {
@@ -81,7 +92,7 @@ void handle_tokenize(RouteContext& context, const httplib::Request& request,
   }
   bool add_special = optional_bool(body, "add_special").value_or(false);
   if (auto value = optional_bool(body, "add_special_tokens")) add_special = *value;
-  auto ids = prompt.endpoint == Endpoint::chat ? prompt_token_ids(backend, prompt)
+  auto ids = prompt.endpoint == Endpoint::chat ? render_prompt(backend, prompt).ids
                                                : backend.encode(prompt.prompt_text, add_special);
   set_json(response, 200,
            {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", info.context_size}});

@@ -69,29 +69,76 @@ struct LegacyLogprobs {
   }
 };
 
+// A delta as OpenAI streams it: reasoning_content, content, and tool calls
+// (the id, type and name in a call's first delta, then argument fragments).
+nlohmann::ordered_json delta_json(const chat::OutputDelta& delta) {
+  auto json = nlohmann::ordered_json::object();
+  if (!delta.reasoning.empty()) json["reasoning_content"] = delta.reasoning;
+  if (!delta.content.empty()) json["content"] = delta.content;
+  if (delta.tool_calls.empty()) return json;
+  auto calls = nlohmann::ordered_json::array();
+  for (const auto& call : delta.tool_calls) {
+    nlohmann::ordered_json entry = {{"index", call.index}};
+    nlohmann::ordered_json function = nlohmann::ordered_json::object();
+    if (!call.id.empty()) {
+      entry["id"] = call.id;
+      entry["type"] = "function";
+      function["name"] = call.name;
+    }
+    function["arguments"] = call.arguments;
+    entry["function"] = std::move(function);
+    calls.push_back(std::move(entry));
+  }
+  json["tool_calls"] = std::move(calls);
+  return json;
+}
+
+nlohmann::ordered_json message_json(const chat::ParsedMessage& message) {
+  nlohmann::ordered_json json = {{"role", "assistant"}, {"content", message.content}};
+  if (message.content.empty() && !message.tool_calls.empty()) json["content"] = nullptr;
+  if (!message.reasoning.empty()) json["reasoning_content"] = message.reasoning;
+  if (message.tool_calls.empty()) return json;
+  auto calls = nlohmann::ordered_json::array();
+  for (const auto& call : message.tool_calls)
+    calls.push_back({{"id", call.id},
+                     {"type", "function"},
+                     {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+  json["tool_calls"] = std::move(calls);
+  return json;
+}
+
 class ChatShape : public ResponseShape {
  public:
-  ChatShape(const std::string& model, bool logprobs)
-      : ResponseShape(random_id("chatcmpl-"), "chat.completion.chunk", model, logprobs) {}
+  ChatShape(const std::string& model, bool logprobs, chat::OutputParser parser)
+      : ResponseShape(random_id("chatcmpl-"), "chat.completion.chunk", model, logprobs),
+        parser_(std::move(parser)) {}
 
   nlohmann::ordered_json opening_chunk() const override {
     return chunk_with({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
   }
-  nlohmann::ordered_json text_chunk(const TextChunk& chunk) const override {
+  nlohmann::ordered_json text_chunk(const TextChunk& chunk) override {
+    auto delta = parser_.feed(chunk.text);
     nlohmann::ordered_json logprobs = nullptr;
-    if (logprobs_) logprobs = {{"content", chat_logprob_entries(chunk)}};
-    return chunk_with({{"content", chunk.text}}, nullptr, logprobs);
+    if (logprobs_)
+      logprobs = {{"content", chat_logprob_entries(chunk)}};
+    else if (delta.empty())
+      return nullptr;
+    return chunk_with(delta_json(delta), nullptr, logprobs);
   }
-  nlohmann::ordered_json final_chunk(const std::string& finish_reason) const override {
-    return chunk_with(nlohmann::ordered_json::object(), finish_reason, nullptr);
+  void finish() override { held_ = parser_.finish(); }
+  std::string reasoning() const override { return parser_.message().reasoning; }
+  std::vector<nlohmann::ordered_json> closing_chunks(const TextResult& result) override {
+    std::vector<nlohmann::ordered_json> chunks;
+    if (!held_.empty()) chunks.push_back(chunk_with(delta_json(held_), nullptr, nullptr));
+    chunks.push_back(chunk_with(nlohmann::ordered_json::object(), finish_reason(result), nullptr));
+    return chunks;
   }
   nlohmann::ordered_json whole_response(const std::vector<TextChunk>& chunks,
-                                        const TextResult& result,
-                                        const Usage& usage) const override {
+                                        const TextResult& result, const Usage& usage) override {
     nlohmann::ordered_json choice = {{"index", 0},
-                                     {"message", {{"role", "assistant"}, {"content", result.text}}},
+                                     {"message", message_json(parser_.message())},
                                      {"logprobs", nullptr},
-                                     {"finish_reason", finish_reason_of(result)}};
+                                     {"finish_reason", finish_reason(result)}};
     if (logprobs_) {
       auto entries = nlohmann::ordered_json::array();
       for (const auto& chunk : chunks)
@@ -105,6 +152,12 @@ class ChatShape : public ResponseShape {
   }
 
  private:
+  // An answer that calls tools and then stops says so.
+  std::string finish_reason(const TextResult& result) const {
+    auto reason = finish_reason_of(result);
+    return reason == "stop" && !parser_.message().tool_calls.empty() ? "tool_calls" : reason;
+  }
+
   nlohmann::ordered_json chunk_with(nlohmann::ordered_json delta,
                                     nlohmann::ordered_json finish_reason,
                                     nlohmann::ordered_json logprobs) const {
@@ -116,6 +169,9 @@ class ChatShape : public ResponseShape {
                                         {"finish_reason", std::move(finish_reason)}}});
     return chunk;
   }
+
+  chat::OutputParser parser_;
+  chat::OutputDelta held_;  // what finish() released
 };
 
 class CompletionShape : public ResponseShape {
@@ -124,7 +180,7 @@ class CompletionShape : public ResponseShape {
       : ResponseShape(random_id("cmpl-"), "text_completion", model, logprobs) {}
 
   nlohmann::ordered_json opening_chunk() const override { return nullptr; }
-  nlohmann::ordered_json text_chunk(const TextChunk& chunk) const override {
+  nlohmann::ordered_json text_chunk(const TextChunk& chunk) override {
     nlohmann::ordered_json logprobs = nullptr;
     if (logprobs_) {
       LegacyLogprobs legacy;
@@ -133,12 +189,11 @@ class CompletionShape : public ResponseShape {
     }
     return chunk_with(chunk.text, nullptr, logprobs);
   }
-  nlohmann::ordered_json final_chunk(const std::string& finish_reason) const override {
-    return chunk_with("", finish_reason, nullptr);
+  std::vector<nlohmann::ordered_json> closing_chunks(const TextResult& result) override {
+    return {chunk_with("", finish_reason_of(result), nullptr)};
   }
   nlohmann::ordered_json whole_response(const std::vector<TextChunk>& chunks,
-                                        const TextResult& result,
-                                        const Usage& usage) const override {
+                                        const TextResult& result, const Usage& usage) override {
     nlohmann::ordered_json logprobs = nullptr;
     if (logprobs_) {
       LegacyLogprobs legacy;
@@ -170,10 +225,13 @@ nlohmann::ordered_json usage_json(const Usage& usage) {
                               {"completion_tokens", usage.completion_tokens},
                               {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
                               {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
-  if (usage.speculative)
-    json["completion_tokens_details"] = {
-        {"accepted_prediction_tokens", usage.accepted_prediction_tokens},
-        {"rejected_prediction_tokens", usage.rejected_prediction_tokens}};
+  auto details = nlohmann::ordered_json::object();
+  if (usage.reasoning_tokens > 0) details["reasoning_tokens"] = usage.reasoning_tokens;
+  if (usage.speculative) {
+    details["accepted_prediction_tokens"] = usage.accepted_prediction_tokens;
+    details["rejected_prediction_tokens"] = usage.rejected_prediction_tokens;
+  }
+  if (!details.empty()) json["completion_tokens_details"] = std::move(details);
   return json;
 }
 
@@ -200,8 +258,9 @@ nlohmann::ordered_json ResponseShape::usage_chunk(const Usage& usage) const {
   return chunk;
 }
 
-std::unique_ptr<ResponseShape> make_chat_shape(const std::string& model, bool logprobs) {
-  return std::make_unique<ChatShape>(model, logprobs);
+std::unique_ptr<ResponseShape> make_chat_shape(const std::string& model, bool logprobs,
+                                               chat::OutputParser parser) {
+  return std::make_unique<ChatShape>(model, logprobs, std::move(parser));
 }
 
 std::unique_ptr<ResponseShape> make_completion_shape(const std::string& model, bool logprobs) {

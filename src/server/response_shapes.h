@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/output_parser.h"
 #include "engine/session.h"
 
 namespace mlx_cpp::server {
@@ -20,6 +21,7 @@ struct Usage {
   // reported when the request speculated.
   bool speculative = false;
   int accepted_prediction_tokens = 0, rejected_prediction_tokens = 0;
+  int reasoning_tokens = 0;  // of completion_tokens, those the model thought in
 };
 
 nlohmann::ordered_json usage_json(const Usage& usage);
@@ -32,13 +34,20 @@ class ResponseShape {
   virtual ~ResponseShape() = default;
   // The chunk opening a stream (chat: the assistant role), or null.
   virtual nlohmann::ordered_json opening_chunk() const = 0;
-  virtual nlohmann::ordered_json text_chunk(const TextChunk& chunk) const = 0;
-  virtual nlohmann::ordered_json final_chunk(const std::string& finish_reason) const = 0;
+  // The chunk for one piece of generated text; null when there is nothing
+  // to send yet (the answer parser holds text that may become markup).
+  virtual nlohmann::ordered_json text_chunk(const TextChunk& chunk) = 0;
+  // The generation ended: the parser gives up what it held.
+  virtual void finish() {}
+  // What the answer reasoned (after finish), for usage.
+  virtual std::string reasoning() const { return ""; }
+  // The chunks ending a stream, after finish(): the held text, then the
+  // finish reason.
+  virtual std::vector<nlohmann::ordered_json> closing_chunks(const TextResult& result) = 0;
   nlohmann::ordered_json usage_chunk(const Usage& usage) const;
-  // A whole (non-streamed) response from every chunk of the generation.
+  // A whole (non-streamed) response from every chunk of the generation, after finish().
   virtual nlohmann::ordered_json whole_response(const std::vector<TextChunk>& chunks,
-                                                const TextResult& result,
-                                                const Usage& usage) const = 0;
+                                                const TextResult& result, const Usage& usage) = 0;
 
  protected:
   ResponseShape(std::string id, std::string object, std::string model, bool logprobs);
@@ -50,7 +59,9 @@ class ResponseShape {
   bool logprobs_;
 };
 
-std::unique_ptr<ResponseShape> make_chat_shape(const std::string& model, bool logprobs);
+// Chat answers go through `parser` (content, reasoning, tool calls).
+std::unique_ptr<ResponseShape> make_chat_shape(const std::string& model, bool logprobs,
+                                               chat::OutputParser parser);
 std::unique_ptr<ResponseShape> make_completion_shape(const std::string& model, bool logprobs);
 
 }  // namespace mlx_cpp::server

@@ -15,10 +15,23 @@ bool ends_incomplete(std::string_view text) {
 
 }  // namespace
 
-StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer,
+                                           std::unordered_set<TokenId> kept)
+    : tokenizer_(tokenizer), kept_(std::move(kept)) {}
+
+std::string StreamingDetokenizer::decode_ids(const std::vector<TokenId>& ids) const {
+  if (kept_.empty()) return tokenizer_.decode(ids, true);
+  // Special tokens other than the kept ones are dropped before one decode
+  // of the rest, so the decoder sees the kept markers in place.
+  std::vector<TokenId> shown;
+  shown.reserve(ids.size());
+  for (TokenId id : ids)
+    if (kept_.count(id) || !tokenizer_.is_special_token(id)) shown.push_back(id);
+  return tokenizer_.decode(shown, false);
+}
 
 std::string StreamingDetokenizer::decode_range(size_t begin, size_t end) const {
-  return tokenizer_.decode(std::vector<TokenId>(ids_.begin() + begin, ids_.begin() + end), true);
+  return decode_ids(std::vector<TokenId>(ids_.begin() + begin, ids_.begin() + end));
 }
 
 std::string StreamingDetokenizer::add(TokenId id) {
@@ -41,7 +54,7 @@ std::string StreamingDetokenizer::add(TokenId id) {
 
 std::string StreamingDetokenizer::finish() {
   // One full decode: whatever the window held back is exactly the rest.
-  const std::string full = tokenizer_.decode(ids_, true);
+  const std::string full = decode_ids(ids_);
   std::string rest = full.size() > emitted_bytes_ ? full.substr(emitted_bytes_) : "";
   emitted_ids_ = ids_.size();
   emitted_bytes_ = full.size();

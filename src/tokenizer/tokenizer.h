@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace mlx_cpp {
@@ -47,7 +48,8 @@ class Tokenizer {
 
 // Turns a growing token sequence into text pieces that are always valid
 // UTF-8; the concatenation of all pieces plus finish() equals
-// tokenizer.decode(all_ids, skip_special_tokens=true).
+// tokenizer.decode(all_ids, skip_special_tokens=true) (with the kept special
+// tokens' text in place, when some are kept).
 //
 // Each add() decodes only a short trailing window: the tokens of the last
 // emitted piece (the left context, e.g. for leading-space rules) plus the new
@@ -55,7 +57,9 @@ class Tokenizer {
 // held back until later tokens complete it.
 class StreamingDetokenizer {
  public:
-  explicit StreamingDetokenizer(const Tokenizer& tokenizer);
+  // kept: special tokens whose text is kept (the markup an output parser
+  // reads); all other special tokens are dropped, as decode does.
+  explicit StreamingDetokenizer(const Tokenizer& tokenizer, std::unordered_set<TokenId> kept = {});
   // Adds one token; returns the newly committed text (possibly empty).
   std::string add(TokenId id);
   // Flushes whatever is held back; returns the rest of the text.
@@ -65,7 +69,10 @@ class StreamingDetokenizer {
  private:
   std::string decode_range(size_t begin, size_t end) const;
 
+  std::string decode_ids(const std::vector<TokenId>& ids) const;
+
   const Tokenizer& tokenizer_;
+  std::unordered_set<TokenId> kept_;
   std::vector<TokenId> ids_;
   size_t window_start_ = 0;  // first id of the decode window
   size_t emitted_ids_ = 0;   // ids whose text has been returned
