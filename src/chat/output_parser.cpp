@@ -19,7 +19,11 @@ OutputParser::OutputParser(const OutputFormat& format, OutputOptions options) {
   const bool format_finds_reasoning = tool_format && tool_format->parses_reasoning();
   if (options.parse_reasoning && !format.reasoning.empty() && !format_finds_reasoning)
     reasoning_.emplace(format.reasoning, options.starts_in_reasoning);
-  // A format that finds reasoning itself runs whether or not tools were offered.
+  // A format that finds reasoning itself runs whether or not tools were
+  // offered; without them its calls are dropped (harmony's `to=functions.f`
+  // needs no offered tool), as a request without tools or with tool_choice
+  // none must get none back.
+  keep_calls_ = options.parse_tool_calls;
   if (tool_format &&
       (options.parse_tool_calls || (format_finds_reasoning && options.parse_reasoning)))
     tool_calls_.emplace(*tool_format, std::move(options.tools), options.max_calls);
@@ -50,6 +54,7 @@ OutputDelta OutputParser::after_reasoning(OutputDelta delta, bool at_end) {
   parsed.reasoning = std::move(delta.reasoning);
   if (!delta.content.empty()) parsed.append(tool_calls_->feed(delta.content));
   if (at_end) parsed.append(tool_calls_->finish());
+  if (!keep_calls_) parsed.tool_calls.clear();
   return parsed;
 }
 

@@ -41,6 +41,7 @@ class OutputParser {
 
   std::optional<ReasoningSplitter> reasoning_;
   std::optional<ToolCallStream> tool_calls_;
+  bool keep_calls_ = false;  // tools were offered; else the format runs for reasoning only
   ParsedMessage message_;
 };
 

@@ -23,7 +23,8 @@ struct FakeScript {
   int context_size = 64;
   bool until_cancelled = false;  // ignore the reply; emit 'x' until cancelled or max_tokens
   std::chrono::milliseconds token_delay{0};
-  bool hold_at_gate = false;  // step() emits nothing until open_gate()
+  bool hold_at_gate = false;         // step() emits nothing until open_gate()
+  chat::OutputFormat output_format;  // how answers are parsed (none by default)
 };
 
 class FakeBackend : public Backend {
@@ -31,6 +32,7 @@ class FakeBackend : public Backend {
   explicit FakeBackend(FakeScript script) : script_(std::move(script)) {}
 
   int context_size() const override { return script_.context_size; }
+  chat::OutputFormat output_format() const override { return script_.output_format; }
   int vocab_size() const override { return 256; }
   GenerationOptions default_options() const override {
     GenerationOptions options;
@@ -48,11 +50,19 @@ class FakeBackend : public Backend {
     for (int id : ids) text += static_cast<char>(id);
     return text;
   }
-  std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json&,
+  std::string render_chat(const nlohmann::ordered_json& messages,
+                          const nlohmann::ordered_json& tools,
                           const nlohmann::ordered_json& kwargs) const override {
+    {
+      std::lock_guard lock(mutex_);
+      last_render_ = {{"messages", messages}, {"tools", tools}, {"kwargs", kwargs}};
+    }
     std::string text;
     for (const auto& message : messages)
-      text += message["role"].get<std::string>() + ": " + message.value("content", std::string()) +
+      text += message["role"].get<std::string>() + ": " +
+              (message.contains("content") && message["content"].is_string()
+                   ? message["content"].get<std::string>()
+                   : std::string()) +
               "\n";
     if (kwargs.contains("suffix")) text += kwargs["suffix"].get<std::string>();
     return text;
@@ -86,6 +96,11 @@ class FakeBackend : public Backend {
     std::lock_guard lock(mutex_);
     return last_request_;
   }
+  // What the last chat rendering was given: {messages, tools, kwargs}.
+  nlohmann::ordered_json last_render() const {
+    std::lock_guard lock(mutex_);
+    return last_render_;
+  }
 
  private:
   struct Running {
@@ -102,6 +117,7 @@ class FakeBackend : public Backend {
   std::condition_variable gate_changed_;
   bool gate_open_ = false;
   TextRequest last_request_;
+  mutable nlohmann::ordered_json last_render_;
   SequenceId next_id_ = 1;
   std::map<SequenceId, Running> running_;  // engine thread only
   std::atomic<int> started_{0};
