@@ -1,6 +1,8 @@
 #include "engine/model_runtime.h"
 
+#include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "io/error.h"
 #include "io/json_file.h"
@@ -12,6 +14,7 @@ std::unique_ptr<ModelRuntime> ModelRuntime::open(const std::filesystem::path& di
                                                  const RuntimeOptions& options) {
   auto runtime = for_token_ids(load_model(directory, {options.kernels}), options);
   runtime->tokenizer_ = Tokenizer::from_directory(directory);
+  runtime->directory_ = directory;
   // The template and its special tokens come from the same loader the
   // `template` command uses, so both render the same prompt.
   if (!runtime->tokenizer_->chat_template().empty()) {
@@ -44,6 +47,18 @@ void ModelRuntime::find_output_format(const std::string& tool_call_format) {
   else if (!tool_call_format.empty())
     output_format_.tool_calls = &chat::tool_call_format(tool_call_format);
   keep_marker_tokens();
+}
+
+const grammar::GrammarVocabulary& ModelRuntime::grammar_vocabulary() const {
+  if (!tokenizer_) throw Error("[grammar] a model without a tokenizer cannot follow a grammar");
+  std::call_once(grammar_once_, [this] {
+    std::ifstream file(directory_ / "tokenizer.json");
+    std::stringstream text;
+    text << file.rdbuf();
+    grammar_vocabulary_ = std::make_unique<grammar::GrammarVocabulary>(
+        *tokenizer_, text.str(), model().vocab_size(), eos_token_ids_);
+  });
+  return *grammar_vocabulary_;
 }
 
 void ModelRuntime::keep_marker_tokens() {

@@ -4,6 +4,7 @@
 // tokenize or render a chat while the engine thread runs the model.
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_set>
@@ -11,6 +12,7 @@
 
 #include "chat/output_format.h"
 #include "engine/token_generator.h"
+#include "grammar/token_grammar.h"
 #include "model/language_model.h"
 #include "template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -67,6 +69,9 @@ class ModelRuntime {
   // Special tokens decoded into the text because the output parser reads
   // them (a format's markers); other special tokens are dropped.
   const std::unordered_set<TokenId>& kept_special_tokens() const { return kept_special_tokens_; }
+  // The vocabulary as the grammar engine sees it, built on first use (a
+  // second or so for a 150k vocabulary). Throws Error without a tokenizer.
+  const grammar::GrammarVocabulary& grammar_vocabulary() const;
 
  private:
   ModelRuntime() = default;
@@ -76,6 +81,9 @@ class ModelRuntime {
   nlohmann::ordered_json template_special_tokens_;  // bos/eos/unk/pad as template variables
   nlohmann::json generation_config_;
   chat::OutputFormat output_format_;
+  std::filesystem::path directory_;
+  mutable std::once_flag grammar_once_;
+  mutable std::unique_ptr<grammar::GrammarVocabulary> grammar_vocabulary_;
   std::unordered_set<TokenId> kept_special_tokens_;
   void find_output_format(const std::string& tool_call_format);
   void keep_marker_tokens();

@@ -83,6 +83,10 @@ void Scheduler::validate(TextRequest& request) const {
 }
 
 SequenceId Scheduler::submit(TextRequest request, SequenceSink sink) {
+  // A grammar masks each step's logits from the token before; drafted
+  // tokens would need the matcher rolled back per rejection, which is not
+  // built yet, so constrained requests decode plainly.
+  if (request.grammar) request.options.speculative.kind = DraftKind::none;
   validate(request);
   const SequenceId id = next_id_++;
   waiting_.push_back(std::make_unique<Sequence>(id, runtime_, std::move(request), std::move(sink)));
@@ -101,8 +105,7 @@ void Scheduler::cancel(SequenceId id) {
 }
 
 bool Scheduler::has_work() const {
-  return !waiting_.empty() || !prefilling_.empty() || !decoding_.empty() ||
-         !speculating_.empty();
+  return !waiting_.empty() || !prefilling_.empty() || !decoding_.empty() || !speculating_.empty();
 }
 
 SchedulerCounts Scheduler::counts() const {
@@ -318,16 +321,14 @@ DraftSchedule* Scheduler::schedule_for(const SpeculativeOptions& options) {
     std::optional<std::filesystem::path> file;
     if (options_.keep_draft_calibration)
       file = draft_schedule_file(runtime_.loaded().directory, options.kind,
-                                 options.kind == DraftKind::draft_model
-                                     ? draft_->loaded().directory
-                                     : std::filesystem::path());
+                                 options.kind == DraftKind::draft_model ? draft_->loaded().directory
+                                                                        : std::filesystem::path());
     schedule = std::make_unique<DraftSchedule>(options.kind, file);
   }
   return schedule.get();
 }
 
-std::unique_ptr<DraftSource> Scheduler::make_draft_source(
-    const SpeculativeOptions& options) const {
+std::unique_ptr<DraftSource> Scheduler::make_draft_source(const SpeculativeOptions& options) const {
   if (options.kind == DraftKind::prompt_lookup)
     return std::make_unique<PromptLookup>(options.ngram);
   return std::make_unique<DraftModelSource>(*draft_, prefill_chunk_);

@@ -47,6 +47,7 @@ Sequence::Sequence(SequenceId id, const ModelRuntime& runtime, TextRequest reque
       arrival_(Clock::now()) {
   if (runtime.has_tokenizer())
     detokenizer_.emplace(runtime.tokenizer(), runtime.kept_special_tokens());
+  if (request_.grammar) constraint_.emplace(request_.grammar);
 }
 
 void Sequence::start(CacheList caches, int cached) {
@@ -79,10 +80,20 @@ void Sequence::begin_decoding() {
 
 std::pair<mx::array, mx::array> Sequence::sample(const mx::array& logits) {
   auto processed = logits;
+  // The token this step feeds is history for the logits it produces (and
+  // moves the grammar on); reading it waits for the step before.
+  std::optional<int> fed;
+  if (pending_token_ && (penalized() || constrained())) fed = pending_token_->item<int>();
   if (penalized()) {
-    // The token this step feeds is history for the logits it produces.
-    if (pending_token_) history_.push_back(pending_token_->item<int>());
+    if (fed) history_.push_back(*fed);
     processed = apply_logits_processors(processed, history_, request_.options.penalties);
+  }
+  if (constrained()) {
+    if (fed) constraint_->accept(*fed);
+    // Past an accepted stop token the pipelined step after it is never
+    // delivered: nothing to mask.
+    if (!constraint_->finished())
+      processed = grammar::mask_logits(processed, constraint_->allowed());
   }
   auto logprobs = step_logprobs(processed, request_.options.kernels);
   return {sampler_(logprobs), mx::squeeze(logprobs, 0)};

@@ -16,6 +16,7 @@
 #include "engine/speculative/draft_source.h"
 #include "engine/stop_matcher.h"
 #include "engine/text_request.h"
+#include "grammar/token_grammar.h"
 #include "model/sampler.h"
 
 namespace mlx_cpp {
@@ -71,6 +72,7 @@ class Sequence {
   // The token the next decode step feeds (sampled, maybe not yet computed).
   const mlx::core::array& next_input() const { return *pending_token_; }
   bool penalized() const { return request_.options.penalties.any(); }
+  bool constrained() const { return constraint_.has_value(); }
   // Records the freshly sampled token of the step just scheduled, and
   // returns the one before it, which this step fed to the model (nullopt
   // on the first step: the prompt's last token was fed).
@@ -131,7 +133,8 @@ class Sequence {
   std::vector<int> history_;
   Sampler sampler_;
   StopMatcher stops_;
-  std::optional<StreamingDetokenizer> detokenizer_;  // none without a tokenizer
+  std::optional<StreamingDetokenizer> detokenizer_;     // none without a tokenizer
+  std::optional<grammar::TokenConstraint> constraint_;  // when the request has a grammar
   // The sampled token the next step feeds, and the one the latest step fed.
   std::optional<mlx::core::array> pending_token_, pending_logprobs_;
   std::optional<mlx::core::array> fed_token_, fed_logprobs_;

@@ -17,7 +17,8 @@ std::unique_ptr<Session> Session::open(const std::filesystem::path& directory,
   scheduling.prompt_cache_entries = 2;
   scheduling.keep_draft_calibration = true;
   if (options.draft_model)
-    session->draft_ = ModelRuntime::open(*options.draft_model, {options.context_size, options.kernels});
+    session->draft_ =
+        ModelRuntime::open(*options.draft_model, {options.context_size, options.kernels});
   session->scheduler_ =
       std::make_unique<Scheduler>(*session->runtime_, scheduling, session->draft_.get());
   return session;

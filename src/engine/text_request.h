@@ -1,6 +1,7 @@
 #pragma once
 // What a caller asks of the engine and what it gets back: prompt ids and
 // options in; final text pieces while it runs; the whole result at the end.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -8,12 +9,19 @@
 
 namespace mlx_cpp {
 
+namespace grammar {
+class CompiledGrammar;
+}
+
 struct TextRequest {
   std::vector<int> prompt_ids;  // already tokenized (see ModelRuntime::encode / render_chat)
   GenerationOptions options;
   std::vector<std::string> stop;  // stop strings, matched on decoded text
   int top_logprobs = 0;           // alternatives per token to report (0 = none)
   bool logprobs = false;          // report the chosen token's logprob
+  // Output held to a grammar (null: free text), compiled against this
+  // model's vocabulary (ModelRuntime::grammar_vocabulary).
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 struct TokenLogprob {

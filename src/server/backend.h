@@ -26,6 +26,10 @@ class Backend {
   virtual bool has_draft_model() const { return false; }
   // How the model writes tool calls and reasoning (none known by default).
   virtual chat::OutputFormat output_format() const { return {}; }
+  // A grammar compiled against the model's vocabulary (thread-safe);
+  // throws mlx_cpp::Error when it cannot be compiled.
+  virtual std::shared_ptr<const grammar::CompiledGrammar> compile_grammar(
+      const grammar::GrammarSpec& spec) const = 0;
   virtual std::vector<int> encode(const std::string& text, bool add_special_tokens) const = 0;
   virtual std::string decode(const std::vector<int>& ids) const = 0;
   virtual std::string render_chat(const nlohmann::ordered_json& messages,
@@ -67,6 +71,10 @@ class SchedulerBackend : public Backend {
   }
   bool has_draft_model() const override { return draft_ != nullptr; }
   chat::OutputFormat output_format() const override { return runtime_->output_format(); }
+  std::shared_ptr<const grammar::CompiledGrammar> compile_grammar(
+      const grammar::GrammarSpec& spec) const override {
+    return runtime_->grammar_vocabulary().compile(spec);
+  }
   std::vector<int> encode(const std::string& text, bool add_special_tokens) const override {
     return runtime_->encode(text, add_special_tokens);
   }

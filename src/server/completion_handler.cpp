@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 
+#include "io/error.h"
 #include "server/generation_task.h"
 #include "server/request_fields.h"
 #include "server/response_shapes.h"
@@ -176,6 +177,16 @@ chat::OutputParser answer_parser(const ServerConfig& config, const ModelInfo& mo
   return chat::OutputParser(model.output_format, std::move(options));
 }
 
+// Compiling on the HTTP thread keeps a slow or failing schema off the engine.
+std::shared_ptr<const grammar::CompiledGrammar> compile_request_grammar(
+    const Backend& backend, const grammar::GrammarSpec& spec) {
+  try {
+    return backend.compile_grammar(spec);
+  } catch (const mlx_cpp::Error& error) {
+    throw invalid_request(error.what(), "response_format");
+  }
+}
+
 }  // namespace
 
 void handle_completion(RouteContext& context, const httplib::Request& http_request,
@@ -188,6 +199,7 @@ void handle_completion(RouteContext& context, const httplib::Request& http_reque
   const Backend* backend = context.engine.backend();
   if (!backend) throw ApiError(503, "unavailable_error", "the model is still loading");
   auto prompt = render_prompt(*backend, request);
+  if (request.grammar) request.text.grammar = compile_request_grammar(*backend, *request.grammar);
   auto shape = endpoint == Endpoint::chat
                    ? make_chat_shape(model.id, request.text.logprobs,
                                      answer_parser(context.config, model, request, prompt))

@@ -6,6 +6,7 @@
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/request_fields.h"
+#include "server/structured_output_request.h"
 
 namespace mlx_cpp::server {
 namespace {
@@ -23,10 +24,6 @@ void check_unused_and_unsupported_fields(const nlohmann::ordered_json& body) {
     throw invalid_request("'n' must be 1: one choice per request is supported", "n");
   if (auto best_of = optional_integer(body, "best_of"); best_of && *best_of != 1)
     throw invalid_request("'best_of' must be 1", "best_of");
-  auto format = optional_object(body, "response_format");
-  if (format.contains("type") && format["type"] != "text")
-    throw invalid_request("'response_format' other than text is not supported yet",
-                          "response_format");
 }
 
 std::vector<std::string> parse_stop(const nlohmann::ordered_json& body) {
@@ -167,6 +164,7 @@ CompletionRequest parse_common(const nlohmann::ordered_json& body, const ModelIn
                request);
   request.text.stop = parse_stop(body);
   parse_stream(body, request);
+  request.grammar = parse_structured_output(body);
   return request;
 }
 

@@ -4,6 +4,7 @@
 // generation defaults); only tokenizing the prompt is left to the engine
 // thread, which owns the tokenizer and template.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,8 @@ struct CompletionRequest {
   TextRequest text;  // options with the model's defaults for omitted fields
   bool stream = false;
   bool include_usage = false;
+  // Structured output (response_format, structured_outputs, grammar, ...).
+  std::optional<grammar::GrammarSpec> grammar;
 };
 
 // Throws ApiError (400) naming the field for any invalid input.

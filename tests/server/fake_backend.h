@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "io/error.h"
 #include "server/backend.h"
 
 namespace mlx_cpp::server::testing {
@@ -33,6 +34,10 @@ class FakeBackend : public Backend {
 
   int context_size() const override { return script_.context_size; }
   chat::OutputFormat output_format() const override { return script_.output_format; }
+  std::shared_ptr<const grammar::CompiledGrammar> compile_grammar(
+      const grammar::GrammarSpec&) const override {
+    throw Error("[grammar] the fake model has no vocabulary to compile grammars against");
+  }
   int vocab_size() const override { return 256; }
   GenerationOptions default_options() const override {
     GenerationOptions options;

@@ -1,0 +1,177 @@
+#include "grammar/token_grammar.h"
+
+#include <dlpack/dlpack.h>
+#include <mlx/ops.h>
+#include <xgrammar/xgrammar.h>
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "io/error.h"
+
+namespace mx = mlx::core;
+
+namespace mlx_cpp::grammar {
+
+class CompiledGrammar {
+ public:
+  CompiledGrammar(xgrammar::CompiledGrammar grammar, int vocab_size)
+      : grammar(std::move(grammar)), vocab_size(vocab_size) {}
+  xgrammar::CompiledGrammar grammar;
+  int vocab_size;
+};
+
+struct GrammarVocabulary::Engine {
+  xgrammar::TokenizerInfo info;
+  xgrammar::GrammarCompiler compiler;
+  Engine(xgrammar::TokenizerInfo tokenizer_info)
+      : info(std::move(tokenizer_info)), compiler(info, /*max_threads=*/2) {}
+};
+
+namespace {
+
+// Each id's token string as the vocabulary stores it ("Ġthe" for byte-level
+// BPE). Special tokens (<|im_end|>, <|endoftext|>, ...) and ids past the
+// tokenizer's vocabulary (padding in the logits) are left empty, which the
+// grammar engine never allows: their text must not count as characters of
+// a JSON string. Stop tokens are allowed by id once the grammar is complete.
+std::vector<std::string> encoded_vocabulary(const Tokenizer& tokenizer, int vocab_size) {
+  std::vector<std::string> vocabulary(vocab_size);
+  for (int id = 0; id < vocab_size; ++id)
+    if (auto token = tokenizer.id_to_token(id); token && !tokenizer.is_special_token(id))
+      vocabulary[id] = *token;
+  return vocabulary;
+}
+
+// A regex matching exactly one of the choices.
+std::string choice_regex(const std::vector<std::string>& choices) {
+  std::string regex = "(";
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (i > 0) regex += "|";
+    for (char c : choices[i]) {
+      if (std::string_view("\\^$.|?*+()[]{}/").find(c) != std::string_view::npos) regex += '\\';
+      regex += c;
+    }
+  }
+  return regex + ")";
+}
+
+const char* kind_name(GrammarSpec::Kind kind) {
+  switch (kind) {
+    case GrammarSpec::Kind::json_object:
+      return "json_object";
+    case GrammarSpec::Kind::json_schema:
+      return "json_schema";
+    case GrammarSpec::Kind::regex:
+      return "regex";
+    case GrammarSpec::Kind::ebnf:
+      return "grammar";
+    case GrammarSpec::Kind::choice:
+      return "choice";
+  }
+  return "grammar";
+}
+
+}  // namespace
+
+GrammarVocabulary::GrammarVocabulary(const Tokenizer& tokenizer, const std::string& tokenizer_json,
+                                     int vocab_size, const std::vector<int>& stop_ids)
+    : vocab_size_(vocab_size) {
+  try {
+    // How token strings map to bytes (byte-level, byte fallback, raw) and
+    // whether a leading space is implied, read from tokenizer.json.
+    auto metadata =
+        nlohmann::json::parse(xgrammar::TokenizerInfo::DetectMetadataFromHF(tokenizer_json));
+    xgrammar::TokenizerInfo info(
+        encoded_vocabulary(tokenizer, vocab_size),
+        static_cast<xgrammar::VocabType>(metadata["vocab_type"].get<int>()), vocab_size,
+        std::vector<int32_t>(stop_ids.begin(), stop_ids.end()),
+        metadata["add_prefix_space"].get<bool>());
+    engine_ = std::make_unique<Engine>(std::move(info));
+  } catch (const std::exception& error) {
+    throw Error(std::string("[grammar] cannot read the vocabulary: ") + error.what());
+  }
+}
+
+GrammarVocabulary::~GrammarVocabulary() = default;
+
+std::shared_ptr<const CompiledGrammar> GrammarVocabulary::compile(const GrammarSpec& spec) const {
+  std::lock_guard lock(mutex_);
+  auto& compiler = engine_->compiler;
+  try {
+    switch (spec.kind) {
+      case GrammarSpec::Kind::json_object:
+        return std::make_shared<CompiledGrammar>(compiler.CompileBuiltinJSONGrammar(), vocab_size_);
+      case GrammarSpec::Kind::json_schema:
+        // Compact whitespace: with any whitespace allowed, small models can
+        // fill max_tokens with newlines and never close the object.
+        return std::make_shared<CompiledGrammar>(
+            compiler.CompileJSONSchema(spec.text, /*any_whitespace=*/false, std::nullopt,
+                                       std::nullopt, spec.strict),
+            vocab_size_);
+      case GrammarSpec::Kind::regex:
+        return std::make_shared<CompiledGrammar>(compiler.CompileRegex(spec.text), vocab_size_);
+      case GrammarSpec::Kind::ebnf:
+        return std::make_shared<CompiledGrammar>(compiler.CompileGrammar(spec.text, "root"),
+                                                 vocab_size_);
+      case GrammarSpec::Kind::choice:
+        if (spec.choices.empty()) throw Error("[grammar] choice: the list of choices is empty");
+        return std::make_shared<CompiledGrammar>(compiler.CompileRegex(choice_regex(spec.choices)),
+                                                 vocab_size_);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& error) {
+    // xgrammar's messages carry its source location first; the reason follows.
+    throw Error(std::string("[grammar] cannot compile the ") + kind_name(spec.kind) + ": " +
+                error.what());
+  }
+  throw Error("[grammar] unknown grammar kind");
+}
+
+struct TokenConstraint::Matcher {
+  xgrammar::GrammarMatcher matcher;
+  std::shared_ptr<const CompiledGrammar> grammar;  // the matcher refers to it
+};
+
+TokenConstraint::TokenConstraint(std::shared_ptr<const CompiledGrammar> grammar)
+    : matcher_(
+          std::make_unique<Matcher>(Matcher{xgrammar::GrammarMatcher(grammar->grammar), grammar})),
+      bitmask_((grammar->vocab_size + 31) / 32),
+      vocab_size_(grammar->vocab_size) {}
+
+TokenConstraint::~TokenConstraint() = default;
+TokenConstraint::TokenConstraint(TokenConstraint&&) noexcept = default;
+
+bool TokenConstraint::accept(int token) {
+  return matcher_->matcher.AcceptToken(token);
+}
+
+bool TokenConstraint::finished() const {
+  return matcher_->matcher.IsTerminated();
+}
+
+mx::array TokenConstraint::allowed() {
+  int64_t shape[1] = {static_cast<int64_t>(bitmask_.size())};
+  DLTensor tensor{};
+  tensor.data = bitmask_.data();
+  tensor.device = DLDevice{kDLCPU, 0};
+  tensor.ndim = 1;
+  tensor.dtype = DLDataType{kDLInt, 32, 1};
+  tensor.shape = shape;
+  matcher_->matcher.FillNextTokenBitmask(&tensor);
+  // Bit i of word w is token 32 w + i.
+  auto words = mx::array(reinterpret_cast<const uint32_t*>(bitmask_.data()),
+                         {static_cast<int>(bitmask_.size()), 1}, mx::uint32);
+  auto bits = mx::bitwise_and(mx::right_shift(words, mx::arange(0, 32, mx::uint32)),
+                              mx::array(1u, mx::uint32));
+  auto flat = mx::reshape(bits, {-1});
+  return mx::astype(mx::slice(flat, {0}, {vocab_size_}), mx::bool_);
+}
+
+mx::array mask_logits(const mx::array& logits, const mx::array& allowed) {
+  return mx::where(allowed, logits,
+                   mx::array(-std::numeric_limits<float>::infinity(), logits.dtype()));
+}
+
+}  // namespace mlx_cpp::grammar

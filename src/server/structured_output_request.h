@@ -1,0 +1,17 @@
+#pragma once
+// The request fields that hold output to a grammar, in the shapes clients
+// send them (docs/server.md): OpenAI's response_format (json_object,
+// json_schema), vLLM's structured_outputs {json, regex, choice, grammar,
+// json_object} and its older guided_* fields, and llama.cpp's grammar and
+// json_schema. At most one may be given.
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "grammar/token_grammar.h"
+
+namespace mlx_cpp::server {
+
+// Throws ApiError (400) naming the field for a malformed or second grammar.
+std::optional<grammar::GrammarSpec> parse_structured_output(const nlohmann::ordered_json& body);
+
+}  // namespace mlx_cpp::server
