@@ -28,6 +28,10 @@ std::optional<bool> starts_with(std::string_view text, size_t position, std::str
 class HermesFormat : public RegionFormat {
  public:
   std::string_view name() const override { return "hermes"; }
+  std::optional<CallTemplate> call_template() const override {
+    return CallTemplate{"<tool_call>\n{\"name\": \"", "\", \"arguments\": ", "}\n</tool_call>",
+                        "\n"};
+  }
   bool renders(std::string_view rendered) const override {
     auto open = rendered.find(kOpen);
     return open != std::string_view::npos &&

@@ -30,6 +30,9 @@ std::optional<bool> starts_with(std::string_view text, size_t position, std::str
 class Llama3JsonFormat : public RegionFormat {
  public:
   std::string_view name() const override { return "llama3_json"; }
+  std::optional<CallTemplate> call_template() const override {
+    return CallTemplate{"{\"name\": \"", "\", \"parameters\": ", "}", "; "};
+  }
 
   // The template writes the call as the whole assistant turn, so the
   // rendering is a call object from its first byte (before <|eot_id|>).

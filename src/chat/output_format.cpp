@@ -42,6 +42,11 @@ OutputFormat detect_output_format(const OutputFormatSources& sources) {
   if (sources.chat_template)
     rendered = render_probe_call(*sources.chat_template, sources.template_variables);
   format.tool_calls = detect_tool_call_format(rendered, sources.template_source);
+  format.tool_calls_from_template = format.tool_calls != nullptr;
+  // A template that writes no calls still gets Hermes' JSON format: asked
+  // for calls, small models mostly write {"name", "arguments"}, bare or
+  // fenced, which it reads (and a forced call can use its markup).
+  if (!format.tool_calls) format.tool_calls = &tool_call_format("hermes");
   if (!format.tool_calls || !format.tool_calls->parses_reasoning())
     format.reasoning = detect_think_tags(sources);
   return format;

@@ -13,7 +13,8 @@
 namespace mlx_cpp::chat {
 
 struct OutputFormat {
-  const ToolCallFormat* tool_calls = nullptr;  // null: no format known
+  const ToolCallFormat* tool_calls = nullptr;  // null: answers are not parsed for calls
+  bool tool_calls_from_template = false;       // the template writes calls in that format
   ReasoningMarkers reasoning;                  // empty: no think tags
   // Special tokens the parser must see in the text (the detokenizer keeps them).
   std::vector<std::string> marker_tokens() const;

@@ -13,6 +13,7 @@
 // decided (held back), and a call appears only once its name is certain.
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,16 @@ struct ToolContext {
   const nlohmann::ordered_json* parameters_of(std::string_view name) const;
 };
 
+// How one call is written, for a grammar that must force calls
+// (tool_choice required or named): before_name NAME after_name ARGUMENTS
+// after_arguments, calls joined by separator, the arguments being JSON.
+struct CallTemplate {
+  std::string before_name;
+  std::string after_name;
+  std::string after_arguments;
+  std::string separator;
+};
+
 enum class CallIdStyle {
   openai,        // "call_" and 24 alphanumerics
   nine_letters,  // exactly 9 alphanumerics: Mistral's templates refuse any other
@@ -78,6 +89,10 @@ class ToolCallFormat {
   // The format finds reasoning itself, so it runs even when no tools are
   // offered and no think-tag splitter runs before it.
   virtual bool parses_reasoning() const { return false; }
+  // The template of one call in plain text, when the format writes calls
+  // with JSON arguments and no special tokens (a grammar can only force
+  // text); none otherwise.
+  virtual std::optional<CallTemplate> call_template() const { return std::nullopt; }
 };
 
 // Every format, in the order detection asks them (the more specific first).

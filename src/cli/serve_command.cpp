@@ -162,6 +162,9 @@ void run_serve(const ServeArguments& args) {
       const auto format = engine.model_info()->output_format;
       std::clog << "mlx-cpp serve: tool calls parsed as "
                 << (format.tool_calls ? std::string(format.tool_calls->name()) : "none")
+                << (format.tool_calls && !format.tool_calls_from_template
+                        ? " (the chat template writes none)"
+                        : "")
                 << "; reasoning "
                 << (format.reasoning.empty() || !args.config.parse_reasoning
                         ? std::string("not parsed")

@@ -56,6 +56,19 @@ std::string choice_regex(const std::vector<std::string>& choices) {
   return regex + ")";
 }
 
+// xgrammar's messages open with a time and its source location
+// ("[00:40:01] .../json_schema_converter.cc:5088: Cannot find ..."): only
+// the reason after them means anything to a user.
+std::string engine_reason(std::string message) {
+  const size_t located = message.find(".cc:");
+  if (located != std::string::npos) {
+    const size_t reason = message.find(": ", located);
+    if (reason != std::string::npos) message.erase(0, reason + 2);
+  }
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  return message;
+}
+
 const char* kind_name(GrammarSpec::Kind kind) {
   switch (kind) {
     case GrammarSpec::Kind::json_object:
@@ -68,6 +81,8 @@ const char* kind_name(GrammarSpec::Kind kind) {
       return "grammar";
     case GrammarSpec::Kind::choice:
       return "choice";
+    case GrammarSpec::Kind::structural_tag:
+      return "structural_tag";
   }
   return "grammar";
 }
@@ -118,13 +133,15 @@ std::shared_ptr<const CompiledGrammar> GrammarVocabulary::compile(const GrammarS
         if (spec.choices.empty()) throw Error("[grammar] choice: the list of choices is empty");
         return std::make_shared<CompiledGrammar>(compiler.CompileRegex(choice_regex(spec.choices)),
                                                  vocab_size_);
+      case GrammarSpec::Kind::structural_tag:
+        return std::make_shared<CompiledGrammar>(compiler.CompileStructuralTag(spec.text),
+                                                 vocab_size_);
     }
   } catch (const Error&) {
     throw;
   } catch (const std::exception& error) {
-    // xgrammar's messages carry its source location first; the reason follows.
     throw Error(std::string("[grammar] cannot compile the ") + kind_name(spec.kind) + ": " +
-                error.what());
+                engine_reason(error.what()));
   }
   throw Error("[grammar] unknown grammar kind");
 }

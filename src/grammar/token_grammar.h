@@ -16,8 +16,15 @@
 namespace mlx_cpp::grammar {
 
 struct GrammarSpec {
-  enum class Kind { json_object, json_schema, regex, ebnf, choice } kind = Kind::json_object;
-  std::string text;                  // the schema (JSON text), regex or EBNF grammar
+  enum class Kind {
+    json_object,
+    json_schema,
+    regex,
+    ebnf,
+    choice,
+    structural_tag
+  } kind = Kind::json_object;
+  std::string text;  // the schema (JSON text), regex, EBNF grammar or structural tag (JSON)
   std::vector<std::string> choices;  // choice: the output is exactly one of these
   // json_schema: properties the schema does not list are refused (and
   // every listed one is required only where the schema says).

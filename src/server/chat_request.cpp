@@ -3,6 +3,7 @@
 #include <functional>
 #include <set>
 
+#include "chat/forced_tool_calls.h"
 #include "chat/json_scan.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
@@ -149,35 +150,66 @@ nlohmann::ordered_json parse_tools(const nlohmann::ordered_json& body) {
   return tools->empty() ? nlohmann::ordered_json(nullptr) : *tools;
 }
 
-ToolChoice parse_tool_choice(const nlohmann::ordered_json& body,
-                             const nlohmann::ordered_json& tools) {
+void parse_tool_choice(const nlohmann::ordered_json& body, CompletionRequest& request) {
   auto it = body.find("tool_choice");
-  if (it == body.end() || it->is_null()) return ToolChoice::automatic;
-  if (it->is_string()) {
-    if (*it == "auto") return ToolChoice::automatic;
-    if (*it == "none") return ToolChoice::none;
-    if (*it == "required")
-      throw invalid_request(
-          "'tool_choice': required is not supported yet (it needs constrained decoding); use auto",
-          "tool_choice");
-    throw invalid_request("'tool_choice' must be auto, none, required or a named function",
-                          "tool_choice");
+  if (it == body.end() || it->is_null()) return;
+  const auto& tools = request.tools;
+  if (it->is_string() && (*it == "auto" || *it == "none" || *it == "required")) {
+    request.tool_choice = *it == "auto"   ? ToolChoice::automatic
+                          : *it == "none" ? ToolChoice::none
+                                          : ToolChoice::required;
+    if (request.tool_choice == ToolChoice::required && !tools.is_array())
+      throw invalid_request("'tool_choice' is required but 'tools' offers none", "tool_choice");
+    return;
   }
   if (it->is_object() && it->value("type", "") == "function" && it->contains("function") &&
-      (*it)["function"].is_object() && (*it)["function"].contains("name")) {
-    const auto name = (*it)["function"]["name"];
+      (*it)["function"].is_object() && (*it)["function"].contains("name") &&
+      (*it)["function"]["name"].is_string()) {
+    const std::string name = (*it)["function"]["name"];
     bool offered = false;
     if (tools.is_array())
       for (const auto& tool : tools) offered = offered || tool["function"]["name"] == name;
     if (!offered)
-      throw invalid_request("'tool_choice' names " + name.dump() + ", which is not in 'tools'",
+      throw invalid_request("'tool_choice' names \"" + name + "\", which is not in 'tools'",
                             "tool_choice");
-    throw invalid_request(
-        "'tool_choice': a named function is not supported yet (it needs constrained decoding)",
-        "tool_choice");
+    request.tool_choice = ToolChoice::named;
+    request.tool_choice_name = name;
+    return;
   }
-  throw invalid_request("'tool_choice' must be auto, none, required or a named function",
-                        "tool_choice");
+  throw invalid_request(
+      "'tool_choice' must be auto, none, required or {\"type\": \"function\", \"function\": "
+      "{\"name\": ...}}",
+      "tool_choice");
+}
+
+// tool_choice required or named: a grammar that lets the model write only
+// calls, in its own format, from its first token.
+void force_tool_calls(const nlohmann::ordered_json& body, const ModelInfo& model,
+                      CompletionRequest& request) {
+  const bool named = request.tool_choice == ToolChoice::named;
+  if (!named && request.tool_choice != ToolChoice::required) return;
+  if (request.grammar)
+    throw invalid_request(
+        "'tool_choice' required or named cannot be combined with a structured output format",
+        "tool_choice");
+  const auto* format = model.output_format.tool_calls;
+  std::optional<std::string> tag;
+  chat::ForcedCalls forced;
+  if (named) forced.only_tool = request.tool_choice_name;
+  // Several forced calls only when the client asks for them by name: a
+  // grammar that allows more calls lets small models write them until
+  // max_tokens.
+  forced.several = !named && optional_bool(body, "parallel_tool_calls").value_or(false);
+  if (format) tag = chat::forced_calls_structural_tag(*format, request.tools, forced);
+  if (!tag)
+    throw invalid_request(
+        "'tool_choice' required or named needs calls a grammar can write; this "
+        "model's format (" +
+            std::string(format ? format->name() : "none") +
+            ") uses special tokens for them: use auto",
+        "tool_choice");
+  request.grammar = grammar::GrammarSpec{grammar::GrammarSpec::Kind::structural_tag, *tag};
+  request.grammar_field = "tool_choice";
 }
 
 // reasoning_effort: "none" turns thinking off through the templates'
@@ -201,7 +233,8 @@ void parse_chat_fields(const nlohmann::ordered_json& body, const ModelInfo& mode
   const auto* format = model.output_format.tool_calls;
   request.messages = parse_messages(body, format ? format->id_style() : chat::CallIdStyle::openai);
   request.tools = parse_tools(body);
-  request.tool_choice = parse_tool_choice(body, request.tools);
+  parse_tool_choice(body, request);
+  force_tool_calls(body, model, request);
   request.parallel_tool_calls = optional_bool(body, "parallel_tool_calls").value_or(true);
   request.template_kwargs = optional_object(body, "chat_template_kwargs");
   apply_reasoning_effort(body, request.template_kwargs);

@@ -46,8 +46,8 @@ class ResponseWriter {
   bool next(httplib::DataSink& sink) {
     if (stream_ && !opened_) {
       opened_ = true;
-      auto opening = shape_->opening_chunk();
-      if (!opening.is_null() && !write(sink, sse_event(opening))) return false;
+      auto opening = shape_->stream_opening();
+      if (!opening.empty() && !write(sink, opening)) return false;
     }
     auto event = channel_->pop(kPollInterval);
     if (!event) return client_still_there(sink);
@@ -81,8 +81,8 @@ class ResponseWriter {
   bool on_chunk(httplib::DataSink& sink, TextChunk chunk) {
     if (chunk.text.empty() && (chunk.tokens.empty() || !logprobs_)) return true;
     if (!first_text_) first_text_ = Clock::now();
-    auto json = shape_->text_chunk(chunk);  // the answer parser reads every chunk
-    if (stream_) return json.is_null() ? client_still_there(sink) : write(sink, sse_event(json));
+    auto text = shape_->stream_chunk(chunk);  // the answer parser reads every chunk
+    if (stream_) return text.empty() ? client_still_there(sink) : write(sink, text);
     chunks_.push_back(std::move(chunk));
     return client_still_there(sink);
   }
@@ -101,9 +101,7 @@ class ResponseWriter {
     record(result, usage);
     std::string data;
     if (stream_) {
-      for (const auto& chunk : shape_->closing_chunks(result)) data += sse_event(chunk);
-      if (include_usage_) data += sse_event(shape_->usage_chunk(usage));
-      data += sse_done();
+      data = shape_->stream_closing(result, usage, include_usage_);
     } else {
       data = json_text(shape_->whole_response(chunks_, result, usage));
     }
@@ -116,7 +114,7 @@ class ResponseWriter {
   // A fault after the response started: the status is already 200, so the
   // error goes in the body (an SSE event for streams).
   bool on_error(httplib::DataSink& sink, const ErrorResponse& error) {
-    std::string data = stream_ ? sse_event(error.body) + sse_done() : json_text(error.body);
+    std::string data = stream_ ? shape_->stream_error(error) : json_text(error.body);
     if (!write(sink, data)) return false;
     sink.done();
     finished_ = true;
@@ -153,6 +151,8 @@ class ResponseWriter {
   bool finished_ = false;  // the last event was written
 };
 
+}  // namespace
+
 ModelInfo ready_model(const EngineThread& engine) {
   auto info = engine.model_info();
   if (!info || engine.state() != EngineState::ready)
@@ -161,6 +161,8 @@ ModelInfo ready_model(const EngineThread& engine) {
                                                           : "the server is not serving");
   return *info;
 }
+
+namespace {
 
 // What a chat answer is parsed into: reasoning when the model thinks in
 // tags (from the start, when the prompt opened the block), tool calls when
@@ -179,31 +181,29 @@ chat::OutputParser answer_parser(const ServerConfig& config, const ModelInfo& mo
 
 // Compiling on the HTTP thread keeps a slow or failing schema off the engine.
 std::shared_ptr<const grammar::CompiledGrammar> compile_request_grammar(
-    const Backend& backend, const grammar::GrammarSpec& spec) {
+    const Backend& backend, const grammar::GrammarSpec& spec, const std::string& field) {
   try {
     return backend.compile_grammar(spec);
   } catch (const mlx_cpp::Error& error) {
-    throw invalid_request(error.what(), "response_format");
+    throw invalid_request(error.what(), field);
   }
 }
 
 }  // namespace
 
-void handle_completion(RouteContext& context, const httplib::Request& http_request,
-                       httplib::Response& response, Endpoint endpoint) {
-  const auto arrival = Clock::now();
-  const ModelInfo model = ready_model(context.engine);
-  const auto body = parse_json_body(http_request.body);
-  auto request = endpoint == Endpoint::chat ? parse_chat_request(body, model)
-                                            : parse_completion_request(body, model);
+void serve_generation(RouteContext& context, httplib::Response& response, const ModelInfo& model,
+                      CompletionRequest request, const ShapeMaker& make_shape,
+                      std::chrono::steady_clock::time_point arrival) {
   const Backend* backend = context.engine.backend();
   if (!backend) throw ApiError(503, "unavailable_error", "the model is still loading");
   auto prompt = render_prompt(*backend, request);
-  if (request.grammar) request.text.grammar = compile_request_grammar(*backend, *request.grammar);
-  auto shape = endpoint == Endpoint::chat
-                   ? make_chat_shape(model.id, request.text.logprobs,
-                                     answer_parser(context.config, model, request, prompt))
-                   : make_completion_shape(model.id, request.text.logprobs);
+  if (request.grammar)
+    request.text.grammar =
+        compile_request_grammar(*backend, *request.grammar, request.grammar_field);
+  std::optional<chat::OutputParser> parser;
+  if (request.endpoint == Endpoint::chat)
+    parser.emplace(answer_parser(context.config, model, request, prompt));
+  auto shape = make_shape(request, std::move(parser));
   const ResponseOptions options{request.stream, request.include_usage, request.text.logprobs};
   auto channel = std::make_shared<ResultChannel>();
   context.engine.post(
@@ -223,6 +223,22 @@ void handle_completion(RouteContext& context, const httplib::Request& http_reque
         writer->release();
         --context.open_responses;
       });
+}
+
+void handle_completion(RouteContext& context, const httplib::Request& http_request,
+                       httplib::Response& response, Endpoint endpoint) {
+  const auto arrival = Clock::now();
+  const ModelInfo model = ready_model(context.engine);
+  const auto body = parse_json_body(http_request.body);
+  auto request = endpoint == Endpoint::chat ? parse_chat_request(body, model)
+                                            : parse_completion_request(body, model);
+  serve_generation(
+      context, response, model, std::move(request),
+      [&model](const CompletionRequest& request, std::optional<chat::OutputParser> parser) {
+        if (parser) return make_chat_shape(model.id, request.text.logprobs, std::move(*parser));
+        return make_completion_shape(model.id, request.text.logprobs);
+      },
+      arrival);
 }
 
 }  // namespace mlx_cpp::server

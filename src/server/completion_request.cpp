@@ -164,7 +164,10 @@ CompletionRequest parse_common(const nlohmann::ordered_json& body, const ModelIn
                request);
   request.text.stop = parse_stop(body);
   parse_stream(body, request);
-  request.grammar = parse_structured_output(body);
+  if (auto structured = parse_structured_output(body)) {
+    request.grammar = std::move(structured->spec);
+    request.grammar_field = structured->field;
+  }
   return request;
 }
 

@@ -26,9 +26,8 @@ struct ModelInfo {
 
 enum class Endpoint { chat, completion };
 
-// OpenAI's tool_choice. required and a named function need constrained
-// decoding to be enforced, which is not built yet: they are refused.
-enum class ToolChoice { automatic, none };
+// OpenAI's tool_choice; required and named are enforced by a grammar.
+enum class ToolChoice { automatic, none, required, named };
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::chat;
@@ -38,6 +37,7 @@ struct CompletionRequest {
   nlohmann::ordered_json tools;
   nlohmann::ordered_json template_kwargs;  // reasoning_effort's switches included
   ToolChoice tool_choice = ToolChoice::automatic;
+  std::string tool_choice_name;  // named: the function
   bool parallel_tool_calls = true;
   // Completions: the prompt as text, or as token ids when prompt_is_ids.
   std::string prompt_text;
@@ -50,6 +50,7 @@ struct CompletionRequest {
   bool include_usage = false;
   // Structured output (response_format, structured_outputs, grammar, ...).
   std::optional<grammar::GrammarSpec> grammar;
+  std::string grammar_field;  // the request field that gave it
 };
 
 // Throws ApiError (400) naming the field for any invalid input.

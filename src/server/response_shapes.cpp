@@ -3,6 +3,8 @@
 #include <ctime>
 #include <random>
 
+#include "server/sse.h"
+
 namespace mlx_cpp::server {
 namespace {
 
@@ -107,32 +109,14 @@ nlohmann::ordered_json message_json(const chat::ParsedMessage& message) {
   return json;
 }
 
-class ChatShape : public ResponseShape {
+class ChatShape : public OpenAIShape {
  public:
   ChatShape(const std::string& model, bool logprobs, chat::OutputParser parser)
-      : ResponseShape(random_id("chatcmpl-"), "chat.completion.chunk", model, logprobs),
+      : OpenAIShape(random_id("chatcmpl-"), "chat.completion.chunk", model, logprobs),
         parser_(std::move(parser)) {}
 
-  nlohmann::ordered_json opening_chunk() const override {
-    return chunk_with({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
-  }
-  nlohmann::ordered_json text_chunk(const TextChunk& chunk) override {
-    auto delta = parser_.feed(chunk.text);
-    nlohmann::ordered_json logprobs = nullptr;
-    if (logprobs_)
-      logprobs = {{"content", chat_logprob_entries(chunk)}};
-    else if (delta.empty())
-      return nullptr;
-    return chunk_with(delta_json(delta), nullptr, logprobs);
-  }
   void finish() override { held_ = parser_.finish(); }
   std::string reasoning() const override { return parser_.message().reasoning; }
-  std::vector<nlohmann::ordered_json> closing_chunks(const TextResult& result) override {
-    std::vector<nlohmann::ordered_json> chunks;
-    if (!held_.empty()) chunks.push_back(chunk_with(delta_json(held_), nullptr, nullptr));
-    chunks.push_back(chunk_with(nlohmann::ordered_json::object(), finish_reason(result), nullptr));
-    return chunks;
-  }
   nlohmann::ordered_json whole_response(const std::vector<TextChunk>& chunks,
                                         const TextResult& result, const Usage& usage) override {
     nlohmann::ordered_json choice = {{"index", 0},
@@ -149,6 +133,26 @@ class ChatShape : public ResponseShape {
     response["choices"] = nlohmann::ordered_json::array({choice});
     response["usage"] = usage_json(usage);
     return response;
+  }
+
+ protected:
+  nlohmann::ordered_json opening_chunk() const override {
+    return chunk_with({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
+  }
+  nlohmann::ordered_json text_chunk(const TextChunk& chunk) override {
+    auto delta = parser_.feed(chunk.text);
+    nlohmann::ordered_json logprobs = nullptr;
+    if (logprobs_)
+      logprobs = {{"content", chat_logprob_entries(chunk)}};
+    else if (delta.empty())
+      return nullptr;
+    return chunk_with(delta_json(delta), nullptr, logprobs);
+  }
+  std::vector<nlohmann::ordered_json> closing_chunks(const TextResult& result) override {
+    std::vector<nlohmann::ordered_json> chunks;
+    if (!held_.empty()) chunks.push_back(chunk_with(delta_json(held_), nullptr, nullptr));
+    chunks.push_back(chunk_with(nlohmann::ordered_json::object(), finish_reason(result), nullptr));
+    return chunks;
   }
 
  private:
@@ -174,11 +178,25 @@ class ChatShape : public ResponseShape {
   chat::OutputDelta held_;  // what finish() released
 };
 
-class CompletionShape : public ResponseShape {
+class CompletionShape : public OpenAIShape {
  public:
   CompletionShape(const std::string& model, bool logprobs)
-      : ResponseShape(random_id("cmpl-"), "text_completion", model, logprobs) {}
+      : OpenAIShape(random_id("cmpl-"), "text_completion", model, logprobs) {}
 
+  nlohmann::ordered_json whole_response(const std::vector<TextChunk>& chunks,
+                                        const TextResult& result, const Usage& usage) override {
+    nlohmann::ordered_json logprobs = nullptr;
+    if (logprobs_) {
+      LegacyLogprobs legacy;
+      for (const auto& chunk : chunks) legacy.add(chunk);
+      logprobs = legacy.to_json();
+    }
+    auto response = chunk_with(result.text, finish_reason_of(result), logprobs);
+    response["usage"] = usage_json(usage);
+    return response;
+  }
+
+ protected:
   nlohmann::ordered_json opening_chunk() const override { return nullptr; }
   nlohmann::ordered_json text_chunk(const TextChunk& chunk) override {
     nlohmann::ordered_json logprobs = nullptr;
@@ -191,18 +209,6 @@ class CompletionShape : public ResponseShape {
   }
   std::vector<nlohmann::ordered_json> closing_chunks(const TextResult& result) override {
     return {chunk_with("", finish_reason_of(result), nullptr)};
-  }
-  nlohmann::ordered_json whole_response(const std::vector<TextChunk>& chunks,
-                                        const TextResult& result, const Usage& usage) override {
-    nlohmann::ordered_json logprobs = nullptr;
-    if (logprobs_) {
-      LegacyLogprobs legacy;
-      for (const auto& chunk : chunks) legacy.add(chunk);
-      logprobs = legacy.to_json();
-    }
-    auto response = chunk_with(result.text, finish_reason_of(result), logprobs);
-    response["usage"] = usage_json(usage);
-    return response;
   }
 
  private:
@@ -240,22 +246,44 @@ std::string finish_reason_of(const TextResult& result) {
   return result.finish_reason;
 }
 
-ResponseShape::ResponseShape(std::string id, std::string object, std::string model, bool logprobs)
+std::string ResponseShape::stream_error(const ErrorResponse& error) {
+  return sse_event(error.body) + sse_done();
+}
+
+OpenAIShape::OpenAIShape(std::string id, std::string object, std::string model, bool logprobs)
     : id_(std::move(id)),
       chunk_object_(std::move(object)),
       model_(std::move(model)),
       created_(static_cast<long long>(std::time(nullptr))),
       logprobs_(logprobs) {}
 
-nlohmann::ordered_json ResponseShape::envelope(const std::string& object) const {
+nlohmann::ordered_json OpenAIShape::envelope(const std::string& object) const {
   return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
 }
 
-nlohmann::ordered_json ResponseShape::usage_chunk(const Usage& usage) const {
+nlohmann::ordered_json OpenAIShape::usage_chunk(const Usage& usage) const {
   auto chunk = envelope(chunk_object_);
   chunk["choices"] = nlohmann::ordered_json::array();
   chunk["usage"] = usage_json(usage);
   return chunk;
+}
+
+std::string OpenAIShape::stream_opening() {
+  auto opening = opening_chunk();
+  return opening.is_null() ? "" : sse_event(opening);
+}
+
+std::string OpenAIShape::stream_chunk(const TextChunk& chunk) {
+  auto json = text_chunk(chunk);
+  return json.is_null() ? "" : sse_event(json);
+}
+
+std::string OpenAIShape::stream_closing(const TextResult& result, const Usage& usage,
+                                        bool include_usage) {
+  std::string data;
+  for (const auto& chunk : closing_chunks(result)) data += sse_event(chunk);
+  if (include_usage) data += sse_event(usage_chunk(usage));
+  return data + sse_done();
 }
 
 std::unique_ptr<ResponseShape> make_chat_shape(const std::string& model, bool logprobs,

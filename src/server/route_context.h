@@ -4,12 +4,15 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "server/engine_thread.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/response_shapes.h"
 
 namespace mlx_cpp::server {
 
@@ -32,6 +35,21 @@ void set_error(httplib::Response& response, const ErrorResponse& error);
 // because httplib serves a request on one thread from routing to logging.
 void set_log_detail(std::string detail);
 std::string take_log_detail();
+
+// The served model's facts; 503 while it loads or after it failed.
+ModelInfo ready_model(const EngineThread& engine);
+
+// Makes the response shape for a validated request; chat requests come
+// with their answer parser (content, reasoning, tool calls).
+using ShapeMaker = std::function<std::unique_ptr<ResponseShape>(
+    const CompletionRequest& request, std::optional<chat::OutputParser> parser)>;
+
+// Drives a validated request to its response, streamed or whole, for any
+// API: renders and tokenizes the prompt, compiles its grammar, posts the
+// job and writes what the shape makes of the generation.
+void serve_generation(RouteContext& context, httplib::Response& response, const ModelInfo& model,
+                      CompletionRequest request, const ShapeMaker& make_shape,
+                      std::chrono::steady_clock::time_point arrival);
 
 // Handlers (completion_handler.cpp, info_handlers.cpp).
 void handle_completion(RouteContext& context, const httplib::Request& request,

@@ -44,9 +44,17 @@ std::optional<grammar::GrammarSpec> from_response_format(const nlohmann::ordered
   const std::string type = (*it)["type"];
   if (type == "text") return std::nullopt;
   if (type == "json_object") return grammar::GrammarSpec{Kind::json_object};
+  if (type == "structural_tag") {
+    // xgrammar's own description of tagged output, as vLLM accepts it.
+    if (!it->contains("format") || !(*it)["format"].is_object())
+      throw invalid_request("'response_format.format' must be a structural tag object",
+                            "response_format.format");
+    return grammar::GrammarSpec{Kind::structural_tag, it->dump()};
+  }
   if (type != "json_schema")
-    throw invalid_request("'response_format.type' must be text, json_object or json_schema",
-                          "response_format.type");
+    throw invalid_request(
+        "'response_format.type' must be text, json_object, json_schema or structural_tag",
+        "response_format.type");
   auto format = it->find("json_schema");
   if (format == it->end() || !format->is_object() || !format->contains("schema"))
     throw invalid_request("'response_format.json_schema.schema' is required",
@@ -59,11 +67,16 @@ std::optional<grammar::GrammarSpec> from_response_format(const nlohmann::ordered
 
 // vLLM: {"structured_outputs": {"json" | "regex" | "choice" | "grammar" |
 // "json_object": ...}}, or the same as top-level guided_* fields.
+// `prefix` is "guided_" for the top-level fields (part of their names) or
+// "structured_outputs." for the object's (part of the reported name only).
 std::optional<grammar::GrammarSpec> from_vllm(const nlohmann::ordered_json& fields,
+                                              const nlohmann::ordered_json& body,
                                               const std::string& prefix) {
+  const bool in_object = &fields != &body;
   std::optional<grammar::GrammarSpec> spec;
   auto take = [&](const char* name, auto make) {
-    auto it = fields.find(prefix + name);
+    const std::string key = in_object ? std::string(name) : prefix + name;
+    auto it = fields.find(key);
     if (it == fields.end() || it->is_null()) return;
     if (spec) throw invalid_request("give one structured output form, not several", prefix + name);
     spec = make(*it, prefix + name);
@@ -101,23 +114,25 @@ std::optional<grammar::GrammarSpec> from_llama_cpp(const nlohmann::ordered_json&
 
 }  // namespace
 
-std::optional<grammar::GrammarSpec> parse_structured_output(const nlohmann::ordered_json& body) {
-  std::optional<grammar::GrammarSpec> found;
+std::optional<StructuredOutput> parse_structured_output(const nlohmann::ordered_json& body) {
+  std::vector<std::pair<std::optional<grammar::GrammarSpec>, std::string>> forms = {
+      {from_response_format(body), "response_format"},
+      {from_vllm(body, body, "guided_"), "guided_*"},
+      {from_llama_cpp(body), "grammar"}};
   auto structured = body.find("structured_outputs");
-  std::vector<std::optional<grammar::GrammarSpec>> forms = {
-      from_response_format(body), from_vllm(body, "guided_"), from_llama_cpp(body)};
   if (structured != body.end() && !structured->is_null()) {
     if (!structured->is_object())
       throw invalid_request("'structured_outputs' must be an object", "structured_outputs");
-    forms.push_back(from_vllm(*structured, ""));
+    forms.push_back({from_vllm(*structured, body, "structured_outputs."), "structured_outputs"});
   }
-  for (auto& form : forms) {
+  std::optional<StructuredOutput> found;
+  for (auto& [form, field] : forms) {
     if (!form) continue;
     if (found)
       throw invalid_request(
-          "give one structured output form (response_format, "
-          "structured_outputs, guided_*, grammar or json_schema), not several");
-    found = std::move(form);
+          "give one structured output form (response_format, structured_outputs, guided_*, "
+          "grammar or json_schema), not several");
+    found = StructuredOutput{std::move(*form), field};
   }
   return found;
 }

@@ -6,12 +6,18 @@
 // json_schema. At most one may be given.
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "grammar/token_grammar.h"
 
 namespace mlx_cpp::server {
 
+struct StructuredOutput {
+  grammar::GrammarSpec spec;
+  std::string field;  // where the request gave it, for errors
+};
+
 // Throws ApiError (400) naming the field for a malformed or second grammar.
-std::optional<grammar::GrammarSpec> parse_structured_output(const nlohmann::ordered_json& body);
+std::optional<StructuredOutput> parse_structured_output(const nlohmann::ordered_json& body);
 
 }  // namespace mlx_cpp::server

@@ -18,7 +18,9 @@ FakeScript thinking_caller(const std::string& reply = kThinkingCall) {
   FakeScript script;
   script.reply = reply;
   script.context_size = 4096;
-  script.output_format = {&chat::tool_call_format("hermes"), {"<think>", "</think>"}};
+  script.output_format.tool_calls = &chat::tool_call_format("hermes");
+  script.output_format.tool_calls_from_template = true;
+  script.output_format.reasoning = {"<think>", "</think>"};
   return script;
 }
 
@@ -218,7 +220,10 @@ TEST(HttpToolCalls, BadToolFieldsAre400sThatSayWhatToFix) {
   expect_400(ask_weather({{"tool_choice", "sometimes"}}), "'tool_choice' must be");
   expect_400(ask_weather({{"tool_choice", {{"type", "function"}, {"function", {{"name", "x"}}}}}}),
              "not in 'tools'");
-  expect_400(ask_weather({{"tool_choice", "required"}}), "constrained decoding");
+  expect_400(chat_body("hi", {{"tool_choice", "required"}}), "'tools' offers none");
+  expect_400(
+      ask_weather({{"tool_choice", "required"}, {"response_format", {{"type", "json_object"}}}}),
+      "cannot be combined");
   expect_400(chat_body("hi", {{"reasoning_effort", "max"}}), "'reasoning_effort' must be");
   Json orphan = chat_body("hi");
   orphan["messages"].push_back({{"role", "tool"}, {"tool_call_id", "nope"}, {"content", "x"}});
@@ -230,6 +235,21 @@ TEST(HttpToolCalls, BadToolFieldsAre400sThatSayWhatToFix) {
   expect_400(bad_arguments, "is not valid JSON");
   // The server still answers after all of these.
   EXPECT_EQ(server.post("/v1/chat/completions", ask_weather())->status, 200);
+}
+
+}  // namespace
+}  // namespace mlx_cpp::server::testing
+
+namespace mlx_cpp::server::testing {
+namespace {
+
+TEST(HttpToolCalls, ForcedCallsNeedAFormatAGrammarCanWrite) {
+  FakeScript script = thinking_caller("ok");
+  script.output_format.tool_calls = &chat::tool_call_format("mistral");  // [TOOL_CALLS] is special
+  ServerFixture server(script);
+  auto result = server.post("/v1/chat/completions", ask_weather({{"tool_choice", "required"}}));
+  ASSERT_EQ(result->status, 400);
+  EXPECT_NE(result->body.find("uses special tokens"), std::string::npos) << result->body;
 }
 
 }  // namespace
