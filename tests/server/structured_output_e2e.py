@@ -194,7 +194,7 @@ def check_bad_input(checks, client, model, server):
          {"response_format": {"type": "json_object"}, "structured_outputs": {"regex": DATE}},
          "not several"),
         ("response_format type xml", {"response_format": {"type": "xml"}},
-         "must be text, json_object or json_schema"),
+         "must be text, json_object, json_schema or structural_tag"),
         ("an empty choice list", {"structured_outputs": {"choice": []}}, "non-empty list"),
     ]
     for name, fields, words in cases:
