@@ -24,10 +24,14 @@ std::optional<std::string> forced_calls_structural_tag(const ToolCallFormat& for
     nlohmann::ordered_json schema = nlohmann::ordered_json{{"type", "object"}};
     if (function.contains("parameters") && function["parameters"].is_object())
       schema = function["parameters"];
-    tags.push_back({{"type", "tag"},
-                    {"begin", call->before_name + json_string_body(name) + call->after_name},
-                    {"content", {{"type", "json_schema"}, {"json_schema", schema}}},
-                    {"end", call->after_arguments}});
+    tags.push_back(
+        {{"type", "tag"},
+         {"begin", call->before_name + json_string_body(name) + call->after_name},
+         // At most one whitespace character in a row: with
+         // any amount allowed, small models fill max_tokens
+         // with whitespace between arguments.
+         {"content", {{"type", "json_schema"}, {"json_schema", schema}, {"max_whitespace_cnt", 1}}},
+         {"end", call->after_arguments}});
   }
   nlohmann::ordered_json structure = {{"type", "tags_with_separator"},
                                       {"tags", tags},

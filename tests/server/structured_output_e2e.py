@@ -4,7 +4,8 @@ answers all validate against the schema) and json_object, structured_outputs
 regex / choice / grammar, guided_choice, llama.cpp's json_schema field, a
 streamed greedy answer equal to the whole one, /v1/completions with a
 grammar, four concurrent requests with different grammars (batched, so the
-mask is per row), and 400s for bad grammars, after which the server still
+mask is per row), tool_choice required and named enforced (valid calls on
+every try), and 400s for bad grammars, after which the server still
 answers.
 
 usage: structured_output_e2e.py MLX_CPP_BINARY [MODEL_NAME]"""
@@ -207,6 +208,52 @@ def check_bad_input(checks, client, model, server):
                  text in ANSWERS and finish == "stop", f"{finish} {text!r}")
 
 
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather in a city",
+    "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "maxLength": 30},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city", "unit"], "additionalProperties": False}}}
+SEARCH_TOOL = {"type": "function", "function": {
+    "name": "search", "description": "Search the web",
+    "parameters": {"type": "object", "properties": {
+        "query": {"type": "string", "maxLength": 40},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 10}},
+        "required": ["query", "limit"], "additionalProperties": False}}}
+TOOLS = {tool["function"]["name"]: tool["function"]["parameters"]
+         for tool in (WEATHER_TOOL, SEARCH_TOOL)}
+
+
+def check_forced_tool_calls(checks, client, model):
+    """tool_choice required and named are enforced: even a 135M model whose
+    template has no tools gives a call to an offered tool, with arguments
+    valid against its schema, on every sampled try."""
+    question = [{"role": "user", "content": "What is the weather in Paris?"}]
+    for choice, label in (("required", "required"),
+                          ({"type": "function", "function": {"name": "search"}}, "named")):
+        failures = []
+        for seed in range(1, 5):
+            answer = client.chat.completions.create(
+                model=model, messages=question, tools=[WEATHER_TOOL, SEARCH_TOOL],
+                tool_choice=choice, temperature=1.0, seed=seed, max_tokens=120)
+            message, finish = answer.choices[0].message, answer.choices[0].finish_reason
+            calls = message.tool_calls or []
+            problem = None
+            if finish != "tool_calls" or len(calls) != 1 or message.content:
+                problem = f"{finish} {message}"
+            elif label == "named" and calls[0].function.name != "search":
+                problem = f"called {calls[0].function.name}"
+            elif calls[0].function.name not in TOOLS:
+                problem = f"unknown tool {calls[0].function.name}"
+            else:
+                problem = schema_errors(calls[0].function.arguments,
+                                        TOOLS[calls[0].function.name])
+            if problem:
+                failures.append(f"seed {seed}: {problem}")
+        checks.check(f"tool_choice {label}: a valid call on every try", not failures,
+                     "; ".join(failures))
+
+
 def main():
     mlx_cpp = sys.argv[1]
     name = sys.argv[2] if len(sys.argv) > 2 else DEFAULT_MODEL
@@ -222,6 +269,7 @@ def main():
         check_stream_equals_whole(checks, client, model)
         check_completions(checks, client, model)
         check_concurrent(checks, client, model)
+        check_forced_tool_calls(checks, client, model)
         check_bad_input(checks, client, model, server)
     # One access-log line per 400 is expected (and 503s from /health while
     # the model loads); no 5xx, nothing else alarming.
