@@ -114,7 +114,7 @@ class ResponseWriter {
   // A fault after the response started: the status is already 200, so the
   // error goes in the body (an SSE event for streams).
   bool on_error(httplib::DataSink& sink, const ErrorResponse& error) {
-    std::string data = stream_ ? shape_->stream_error(error) : json_text(error.body);
+    std::string data = stream_ ? shape_->stream_error(error) : json_text(shape_->error_body(error));
     if (!write(sink, data)) return false;
     sink.done();
     finished_ = true;
@@ -203,7 +203,7 @@ void serve_generation(RouteContext& context, httplib::Response& response, const 
   std::optional<chat::OutputParser> parser;
   if (request.endpoint == Endpoint::chat)
     parser.emplace(answer_parser(context.config, model, request, prompt));
-  auto shape = make_shape(request, std::move(parser));
+  auto shape = make_shape(request, std::move(parser), static_cast<int>(prompt.ids.size()));
   const ResponseOptions options{request.stream, request.include_usage, request.text.logprobs};
   auto channel = std::make_shared<ResultChannel>();
   context.engine.post(
@@ -234,7 +234,7 @@ void handle_completion(RouteContext& context, const httplib::Request& http_reque
                                             : parse_completion_request(body, model);
   serve_generation(
       context, response, model, std::move(request),
-      [&model](const CompletionRequest& request, std::optional<chat::OutputParser> parser) {
+      [&model](const CompletionRequest& request, std::optional<chat::OutputParser> parser, int) {
         if (parser) return make_chat_shape(model.id, request.text.logprobs, std::move(*parser));
         return make_completion_shape(model.id, request.text.logprobs);
       },

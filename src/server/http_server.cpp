@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "io/error.h"
+#include "server/anthropic_shape.h"
 #include "server/route_context.h"
 #include "server/sse.h"
 #include "server/web_page.h"
@@ -20,9 +21,17 @@ namespace {
 thread_local std::chrono::steady_clock::time_point request_start;
 thread_local std::string log_detail;
 
-const std::array<std::string, 9> kRouteLabels = {
-    "/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/tokenize",
-    "/detokenize",          "/metrics",        "/stats",     "/"};
+const std::array<std::string, 11> kRouteLabels = {"/v1/chat/completions",
+                                                  "/v1/completions",
+                                                  "/v1/messages",
+                                                  "/v1/messages/count_tokens",
+                                                  "/v1/models",
+                                                  "/health",
+                                                  "/tokenize",
+                                                  "/detokenize",
+                                                  "/metrics",
+                                                  "/stats",
+                                                  "/"};
 
 // A bounded label for metrics: the route, or "other" (unknown paths must not
 // create one time series each). The page's files count under "/webui".
@@ -31,6 +40,12 @@ std::string route_label(const std::string& path) {
     if (path == route || (route == "/v1/models" && path.rfind("/v1/models/", 0) == 0)) return route;
   if (path.rfind("/webui/", 0) == 0) return "/webui";
   return "other";
+}
+
+// Anthropic's routes answer errors in its shape, also those refused
+// before routing (API key, body size).
+bool answers_anthropic(const std::string& path) {
+  return path == "/v1/messages" || path.starts_with("/v1/messages/");
 }
 
 // Compares without an early exit so the time taken says nothing of the key.
@@ -138,27 +153,35 @@ void HttpServer::install_hooks() {
         if (config_.api_key.empty() || request.path == "/health" || request.method == "OPTIONS" ||
             (config_.web_page && is_web_page_path(request.path)))
           return httplib::Server::HandlerResponse::Unhandled;
-        if (same_secret(request.get_header_value("Authorization"), "Bearer " + config_.api_key))
+        // Anthropic's clients send the key as x-api-key.
+        if (same_secret(request.get_header_value("Authorization"), "Bearer " + config_.api_key) ||
+            same_secret(request.get_header_value("x-api-key"), config_.api_key))
           return httplib::Server::HandlerResponse::Unhandled;
-        set_json(response, 401,
-                 error_body("invalid or missing API key (send 'Authorization: Bearer KEY')",
-                            "authentication_error", {}, "invalid_api_key"));
+        const ErrorResponse refusal{
+            401, error_body("invalid or missing API key (send 'Authorization: Bearer KEY' or "
+                            "'x-api-key: KEY')",
+                            "authentication_error", {}, "invalid_api_key")};
+        set_json(response, refusal.status,
+                 answers_anthropic(request.path) ? anthropic_error_body(refusal) : refusal.body);
         return httplib::Server::HandlerResponse::Handled;
       });
   // Failures httplib answers itself (unknown route, body too large) get an
   // OpenAI-style body too.
-  http_->set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request&, httplib::Response& response) {
-        if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        std::string type = response.status == 404 ? "not_found_error" : "invalid_request_error";
-        set_json(response, response.status, error_body(default_message(response.status), type));
-        return httplib::Server::HandlerResponse::Handled;
-      }));
+  http_->set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& request,
+                                                                   httplib::Response& response) {
+    if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string type = response.status == 404 ? "not_found_error" : "invalid_request_error";
+    const ErrorResponse error{response.status, error_body(default_message(response.status), type)};
+    set_json(response, error.status,
+             answers_anthropic(request.path) ? anthropic_error_body(error) : error.body);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
   if (!config_.cors_origin.empty()) {
     http_->Options(R"(.*)", [](const httplib::Request&, httplib::Response& response) {
       response.status = 204;
       response.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-      response.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      response.set_header("Access-Control-Allow-Headers",
+                          "Authorization, Content-Type, x-api-key, anthropic-version");
       response.set_header("Access-Control-Max-Age", "600");
     });
     http_->set_post_routing_handler([this](const httplib::Request&, httplib::Response& response) {

@@ -44,6 +44,8 @@ class ResponseShape {
                                      bool include_usage) = 0;
   // A fault after the stream started (the status is already 200).
   virtual std::string stream_error(const ErrorResponse& error);
+  // The body of a whole response that failed after its 200 was sent.
+  virtual nlohmann::ordered_json error_body(const ErrorResponse& error) const { return error.body; }
   // The generation ended: the parser gives up what it held.
   virtual void finish() {}
   // What the answer reasoned (after finish), for usage.

@@ -40,9 +40,10 @@ std::string take_log_detail();
 ModelInfo ready_model(const EngineThread& engine);
 
 // Makes the response shape for a validated request; chat requests come
-// with their answer parser (content, reasoning, tool calls).
+// with their answer parser (content, reasoning, tool calls); prompt_tokens
+// is for APIs whose stream opens with the prompt's size (Anthropic's).
 using ShapeMaker = std::function<std::unique_ptr<ResponseShape>(
-    const CompletionRequest& request, std::optional<chat::OutputParser> parser)>;
+    const CompletionRequest& request, std::optional<chat::OutputParser> parser, int prompt_tokens)>;
 
 // Drives a validated request to its response, streamed or whole, for any
 // API: renders and tokenizes the prompt, compiles its grammar, posts the
@@ -51,9 +52,12 @@ void serve_generation(RouteContext& context, httplib::Response& response, const 
                       CompletionRequest request, const ShapeMaker& make_shape,
                       std::chrono::steady_clock::time_point arrival);
 
-// Handlers (completion_handler.cpp, info_handlers.cpp).
+// Handlers (completion_handler.cpp, anthropic_handler.cpp, info_handlers.cpp).
 void handle_completion(RouteContext& context, const httplib::Request& request,
                        httplib::Response& response, Endpoint endpoint);
+// Anthropic's POST /v1/messages and /v1/messages/count_tokens, answering
+// errors in Anthropic's shape (so they are not wrapped in guarded()).
+httplib::Server::Handler anthropic_route(RouteContext& context, bool count_tokens);
 void handle_models(RouteContext& context, const httplib::Request& request,
                    httplib::Response& response);
 void handle_health(RouteContext& context, httplib::Response& response);

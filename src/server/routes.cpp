@@ -11,6 +11,8 @@ void register_routes(httplib::Server& http, RouteContext& context) {
   http.Post("/v1/completions", guarded([ctx](const auto& request, auto& response) {
               handle_completion(*ctx, request, response, Endpoint::completion);
             }));
+  http.Post("/v1/messages", anthropic_route(context, /*count_tokens=*/false));
+  http.Post("/v1/messages/count_tokens", anthropic_route(context, /*count_tokens=*/true));
   http.Get("/v1/models", guarded([ctx](const auto& request, auto& response) {
              handle_models(*ctx, request, response);
            }));

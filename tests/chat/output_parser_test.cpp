@@ -26,7 +26,7 @@ const ToolCallFormat& harmony() {
 const std::vector<std::string> kTools = {"get_weather", "search"};
 
 OutputFormat hermes_with_think() {
-  return OutputFormat{&hermes(), {"<think>", "</think>"}};
+  return OutputFormat{&hermes(), true, {"<think>", "</think>"}};
 }
 
 OutputOptions with_tools(int max_calls = 0) {
@@ -208,7 +208,7 @@ TEST(OutputParser, HarmonyCallsAreDroppedWhenNoToolsWereOffered) {
   // Harmony names the function in its header, so it would make a call of
   // any name; a request without tools (or with tool_choice none) gets none.
   auto message = parse_checked(
-      OutputFormat{&harmony(), {}}, OutputOptions{},
+      OutputFormat{&harmony(), true, {}}, OutputOptions{},
       "<|channel|>analysis<|message|>Weather.<|end|><|start|>assistant<|channel|>commentary "
       "to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}<|call|>");
   EXPECT_EQ(message.reasoning, "Weather.");
@@ -220,7 +220,7 @@ TEST(OutputParser, HarmonyAsWrittenWhenReasoningIsNotParsed) {
   // With neither reasoning nor tools asked for, nothing reads the channels.
   OutputOptions options;
   options.parse_reasoning = false;
-  auto message = parse_checked(OutputFormat{&harmony(), {}}, options, kHarmonyAnswer);
+  auto message = parse_checked(OutputFormat{&harmony(), true, {}}, options, kHarmonyAnswer);
   EXPECT_EQ(message.reasoning, "");
   EXPECT_EQ(message.content, kHarmonyAnswer);
 }

@@ -124,8 +124,9 @@ TEST(RequestParsing, OutOfRangeValuesAreRejected) {
 
 TEST(RequestParsing, UnsupportedChoicesAreRefusedClearly) {
   EXPECT_EQ(rejected_param(chat({{"n", 2}})), "n");
-  EXPECT_EQ(rejected_param(chat({{"response_format", {{"type", "json_object"}}}})),
-            "response_format");
+  EXPECT_EQ(rejected_param(chat({{"response_format", {{"type", "xml"}}}})), "response_format.type");
+  EXPECT_EQ(rejected_param(chat({{"response_format", {{"type", "json_schema"}}}})),
+            "response_format.json_schema");
   EXPECT_EQ(rejected_param(chat({{"top_logprobs", 2}})), "top_logprobs");  // without logprobs
   EXPECT_EQ(rejected_param(chat({{"n", 1}, {"response_format", {{"type", "text"}}}})), "");
 }
@@ -194,6 +195,42 @@ TEST(RequestFields, WholeFloatsCountAsIntegers) {
   EXPECT_EQ(optional_integer({{"n", nullptr}}, "n"), std::nullopt);
   EXPECT_THROW(optional_integer({{"n", 3.5}}, "n"), ApiError);
   EXPECT_THROW(optional_integer({{"n", true}}, "n"), ApiError);
+}
+
+}  // namespace
+}  // namespace mlx_cpp::server
+
+namespace mlx_cpp::server {
+namespace {
+
+TEST(RequestParsing, StructuredOutputFormsBecomeOneGrammar) {
+  auto schema = parse_chat_request(
+      chat({{"response_format",
+             {{"type", "json_schema"},
+              {"json_schema",
+               {{"name", "x"}, {"schema", {{"type", "object"}}}, {"strict", true}}}}}}),
+      test_model());
+  ASSERT_TRUE(schema.grammar);
+  EXPECT_EQ(schema.grammar->kind, grammar::GrammarSpec::Kind::json_schema);
+  EXPECT_EQ(Json::parse(schema.grammar->text), Json({{"type", "object"}}));
+  EXPECT_TRUE(schema.grammar->strict);
+  EXPECT_EQ(schema.grammar_field, "response_format");
+  auto choice =
+      parse_chat_request(chat({{"structured_outputs", {{"choice", {"a", "b"}}}}}), test_model());
+  ASSERT_TRUE(choice.grammar);
+  EXPECT_EQ(choice.grammar->choices, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(choice.grammar_field, "structured_outputs");
+  auto regex = parse_chat_request(chat({{"guided_regex", "[0-9]+"}}), test_model());
+  ASSERT_TRUE(regex.grammar);
+  EXPECT_EQ(regex.grammar->kind, grammar::GrammarSpec::Kind::regex);
+  auto gbnf = parse_chat_request(chat({{"grammar", "root ::= \"x\""}}), test_model());
+  ASSERT_TRUE(gbnf.grammar);
+  EXPECT_EQ(gbnf.grammar->kind, grammar::GrammarSpec::Kind::ebnf);
+  EXPECT_FALSE(
+      parse_chat_request(chat({{"response_format", {{"type", "text"}}}}), test_model()).grammar);
+  EXPECT_EQ(rejected_param(chat({{"grammar", "x"}, {"guided_regex", "y"}})), "<none>");
+  EXPECT_EQ(rejected_param(chat({{"structured_outputs", {{"choice", Json::array()}}}})),
+            "structured_outputs.choice");
 }
 
 }  // namespace
