@@ -38,6 +38,8 @@ const std::array<std::string, 11> kRouteLabels = {"/v1/chat/completions",
 std::string route_label(const std::string& path) {
   for (const auto& route : kRouteLabels)
     if (path == route || (route == "/v1/models" && path.rfind("/v1/models/", 0) == 0)) return route;
+  // The Responses API's routes, its stored responses' ids included.
+  if (path == "/v1/responses" || path.starts_with("/v1/responses/")) return "/v1/responses";
   if (path.rfind("/webui/", 0) == 0) return "/webui";
   return "other";
 }

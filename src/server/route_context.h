@@ -13,6 +13,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/response_shapes.h"
+#include "server/responses_store.h"
 
 namespace mlx_cpp::server {
 
@@ -21,6 +22,7 @@ struct RouteContext {
   EngineThread& engine;
   Metrics& metrics;
   std::atomic<int> open_responses{0};  // generation answers still being written
+  ResponsesStore responses{};          // the Responses API's stored responses
 };
 
 using RouteHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
@@ -52,12 +54,20 @@ void serve_generation(RouteContext& context, httplib::Response& response, const 
                       CompletionRequest request, const ShapeMaker& make_shape,
                       std::chrono::steady_clock::time_point arrival);
 
-// Handlers (completion_handler.cpp, anthropic_handler.cpp, info_handlers.cpp).
+// Handlers (completion_handler.cpp, anthropic_handler.cpp, responses_handler.cpp,
+// info_handlers.cpp).
 void handle_completion(RouteContext& context, const httplib::Request& request,
                        httplib::Response& response, Endpoint endpoint);
 // Anthropic's POST /v1/messages and /v1/messages/count_tokens, answering
 // errors in Anthropic's shape (so they are not wrapped in guarded()).
 httplib::Server::Handler anthropic_route(RouteContext& context, bool count_tokens);
+// OpenAI's Responses API (responses_handler.cpp): POST /v1/responses, and
+// GET and DELETE /v1/responses/{id} of a stored response.
+void handle_create_response(RouteContext& context, const httplib::Request& request,
+                            httplib::Response& response);
+void handle_get_response(RouteContext& context, const std::string& id, httplib::Response& response);
+void handle_delete_response(RouteContext& context, const std::string& id,
+                            httplib::Response& response);
 void handle_models(RouteContext& context, const httplib::Request& request,
                    httplib::Response& response);
 void handle_health(RouteContext& context, httplib::Response& response);

@@ -13,6 +13,15 @@ void register_routes(httplib::Server& http, RouteContext& context) {
             }));
   http.Post("/v1/messages", anthropic_route(context, /*count_tokens=*/false));
   http.Post("/v1/messages/count_tokens", anthropic_route(context, /*count_tokens=*/true));
+  http.Post("/v1/responses", guarded([ctx](const auto& request, auto& response) {
+              handle_create_response(*ctx, request, response);
+            }));
+  http.Get(R"(/v1/responses/([^/]+))", guarded([ctx](const auto& request, auto& response) {
+             handle_get_response(*ctx, request.matches[1], response);
+           }));
+  http.Delete(R"(/v1/responses/([^/]+))", guarded([ctx](const auto& request, auto& response) {
+                handle_delete_response(*ctx, request.matches[1], response);
+              }));
   http.Get("/v1/models", guarded([ctx](const auto& request, auto& response) {
              handle_models(*ctx, request, response);
            }));
