@@ -20,7 +20,7 @@ const std::vector<std::string> kTools = {"get_weather", "search"};
 const char* kR7bTemplate = "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja";
 
 std::string probe_rendering(const std::string& template_file) {
-  std::ifstream in("/work/shared/testdata/chat-templates/" + template_file);
+  std::ifstream in(std::string(MLX_CPP_TESTDATA) + "/chat-templates/" + template_file);
   std::stringstream source;
   source << in.rdbuf();
   return render_probe_call(ChatTemplate(source.str()),

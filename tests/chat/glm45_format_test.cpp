@@ -193,7 +193,7 @@ TEST(Glm45Format, OneCallWhenParallelCallsAreOff) {
 }
 
 std::string read_template(const std::string& name) {
-  std::ifstream file("/work/shared/testdata/chat-templates/" + name);
+  std::ifstream file(std::string(MLX_CPP_TESTDATA) + "/chat-templates/" + name);
   std::stringstream source;
   source << file.rdbuf();
   return source.str();

@@ -25,7 +25,7 @@ const ToolCallFormat& mistral() {
 const std::vector<std::string> kTools = {"get_weather", "search"};
 
 std::string probe_rendering(const std::string& template_file) {
-  std::ifstream in("/work/shared/testdata/chat-templates/" + template_file);
+  std::ifstream in(std::string(MLX_CPP_TESTDATA) + "/chat-templates/" + template_file);
   std::stringstream source;
   source << in.rdbuf();
   return render_probe_call(ChatTemplate(source.str()),
