@@ -156,6 +156,11 @@ class HarmonyFormat : public ToolCallFormat {
  public:
   std::string_view name() const override { return "harmony"; }
   bool parses_reasoning() const override { return true; }
+  // The analysis channel ends; the final channel opens.
+  ThinkingMarkup thinking_markup() const override {
+    return {"<|channel|>analysis<|message|>", "<|end|>",
+            "<|end|><|start|>assistant<|channel|>final<|message|>"};
+  }
   std::vector<std::string> marker_tokens() const override {
     return {kMarkers.begin(), kMarkers.end()};
   }

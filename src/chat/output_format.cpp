@@ -36,6 +36,13 @@ std::vector<std::string> OutputFormat::marker_tokens() const {
   return markers;
 }
 
+ThinkingMarkup OutputFormat::thinking_markup() const {
+  if (tool_calls && tool_calls->parses_reasoning()) return tool_calls->thinking_markup();
+  if (reasoning.empty()) return {};
+  // Templates write a blank line between the block and the answer.
+  return {reasoning.start, reasoning.end, reasoning.end + "\n\n"};
+}
+
 OutputFormat detect_output_format(const OutputFormatSources& sources) {
   OutputFormat format;
   std::string rendered;

@@ -18,6 +18,9 @@ struct OutputFormat {
   ReasoningMarkers reasoning;                  // empty: no think tags
   // Special tokens the parser must see in the text (the detokenizer keeps them).
   std::vector<std::string> marker_tokens() const;
+  // The think block's markup (the format's own, else the think tags');
+  // empty when the model does not think.
+  ThinkingMarkup thinking_markup() const;
 };
 
 struct OutputFormatSources {

@@ -53,6 +53,14 @@ struct ToolContext {
   const nlohmann::ordered_json* parameters_of(std::string_view name) const;
 };
 
+// A think block as an engine that limits thinking reads it: the start and
+// end markup as the text shows them, and what to write to end the block
+// (end, and whatever the model writes after it before its answer).
+struct ThinkingMarkup {
+  std::string start, end, close;
+  bool empty() const { return end.empty(); }
+};
+
 // How one call is written, for a grammar that must force calls
 // (tool_choice required or named): before_name NAME after_name ARGUMENTS
 // after_arguments, calls joined by separator, the arguments being JSON.
@@ -89,6 +97,8 @@ class ToolCallFormat {
   // The format finds reasoning itself, so it runs even when no tools are
   // offered and no think-tag splitter runs before it.
   virtual bool parses_reasoning() const { return false; }
+  // Where the format finds reasoning itself: its markup.
+  virtual ThinkingMarkup thinking_markup() const { return {}; }
   // The template of one call in plain text, when the format writes calls
   // with JSON arguments and no special tokens (a grammar can only force
   // text); none otherwise.

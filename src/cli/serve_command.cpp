@@ -38,6 +38,7 @@ struct ServeArguments {
   SpeculativeArguments speculative;
   std::string tool_call_format = "auto";
   std::string reasoning_format = "auto";
+  std::string chat_template_file;
 };
 
 // A /proc/meminfo field in bytes (0 where it cannot be read).
@@ -126,6 +127,7 @@ void run_serve(const ServeArguments& args) {
   StopSignal stop_signal;
   RuntimeOptions options{args.context_size, parse_kernel_mode(args.kernels)};
   if (args.tool_call_format != "auto") options.tool_call_format = args.tool_call_format;
+  options.chat_template_file = args.chat_template_file;
   auto scheduling = args.scheduling;
   // A quarter of the memory free at start-up, as the prefix cache's default.
   scheduling.prompt_cache_bytes = parse_bytes("--prompt-cache-bytes", args.prompt_cache_bytes,
@@ -263,6 +265,16 @@ void register_serve_command(CLI::App& app) {
                    "or a format")
       ->capture_default_str()
       ->check(CLI::IsMember(tool_formats));
+  command
+      ->add_option("--chat-template-file", args->chat_template_file,
+                   "A Jinja chat template to use instead of the model's")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--reasoning-budget", config.reasoning_budget,
+                   "Reasoning tokens a request may use before the engine closes its think "
+                   "block (-1: no limit; a request's thinking_token_budget overrides it)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1 << 30));
   command
       ->add_option("--reasoning-format", args->reasoning_format,
                    "auto: reasoning goes to reasoning_content; none: it stays in the content")

@@ -17,11 +17,16 @@ std::unique_ptr<ModelRuntime> ModelRuntime::open(const std::filesystem::path& di
   runtime->directory_ = directory;
   // The template and its special tokens come from the same loader the
   // `template` command uses, so both render the same prompt.
-  if (!runtime->tokenizer_->chat_template().empty()) {
+  if (!options.chat_template_file.empty()) {
+    runtime->template_source_ = read_chat_template_file(options.chat_template_file);
+    runtime->template_special_tokens_ = load_model_special_tokens(directory);
+  } else if (!runtime->tokenizer_->chat_template().empty()) {
     auto model_template = load_model_chat_template(directory);
-    runtime->chat_template_ = std::make_unique<ChatTemplate>(model_template.source);
+    runtime->template_source_ = std::move(model_template.source);
     runtime->template_special_tokens_ = std::move(model_template.special_tokens);
   }
+  if (!runtime->template_source_.empty())
+    runtime->chat_template_ = std::make_unique<ChatTemplate>(runtime->template_source_);
   auto generation_path = directory / "generation_config.json";
   runtime->generation_config_ = std::filesystem::exists(generation_path)
                                     ? read_json_file(generation_path)
@@ -36,7 +41,7 @@ std::unique_ptr<ModelRuntime> ModelRuntime::open(const std::filesystem::path& di
 void ModelRuntime::find_output_format(const std::string& tool_call_format) {
   chat::OutputFormatSources sources;
   sources.chat_template = chat_template_.get();
-  sources.template_source = tokenizer_->chat_template();
+  sources.template_source = template_source_;
   sources.template_variables = template_special_tokens_;
   sources.is_token = [this](std::string_view token) {
     return tokenizer_->token_to_id(token).has_value();

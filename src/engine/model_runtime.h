@@ -26,6 +26,9 @@ struct RuntimeOptions {
   // chat template writes, "none" for none, or a name from
   // chat::tool_call_format_names().
   std::string tool_call_format;
+  // A Jinja file that replaces the model's chat template (the model's
+  // special tokens still apply); empty: the model's own.
+  std::filesystem::path chat_template_file;
 };
 
 class ModelRuntime {
@@ -78,6 +81,7 @@ class ModelRuntime {
   LoadedModel loaded_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_template_;
+  std::string template_source_;  // the template's text, read for the output format
   nlohmann::ordered_json template_special_tokens_;  // bos/eos/unk/pad as template variables
   nlohmann::json generation_config_;
   chat::OutputFormat output_format_;

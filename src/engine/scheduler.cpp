@@ -85,8 +85,11 @@ void Scheduler::validate(TextRequest& request) const {
 SequenceId Scheduler::submit(TextRequest request, SequenceSink sink) {
   // A grammar masks each step's logits from the token before; drafted
   // tokens would need the matcher rolled back per rejection, which is not
-  // built yet, so constrained requests decode plainly.
-  if (request.grammar) request.options.speculative.kind = DraftKind::none;
+  // built yet, so constrained requests decode plainly. A thinking budget
+  // replaces tokens once it is spent, which a verified draft cannot take
+  // back either.
+  if (request.grammar || request.thinking.enabled())
+    request.options.speculative.kind = DraftKind::none;
   validate(request);
   const SequenceId id = next_id_++;
   waiting_.push_back(std::make_unique<Sequence>(id, runtime_, std::move(request), std::move(sink)));

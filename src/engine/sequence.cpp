@@ -48,6 +48,16 @@ Sequence::Sequence(SequenceId id, const ModelRuntime& runtime, TextRequest reque
   if (runtime.has_tokenizer())
     detokenizer_.emplace(runtime.tokenizer(), runtime.kept_special_tokens());
   if (request_.grammar) constraint_.emplace(request_.grammar);
+  if (request_.thinking.enabled() && detokenizer_ && !constraint_) {
+    thinking_.emplace(request_.thinking);
+    if (thinking_->spent_at_start()) forced_ = runtime.encode(request_.thinking.close, false);
+  }
+}
+
+mx::array Sequence::force_next(const mx::array& sampled) {
+  const int id = forced_.front();
+  forced_.erase(forced_.begin());
+  return mx::reshape(mx::astype(mx::array(id), sampled.dtype()), sampled.shape());
 }
 
 void Sequence::start(CacheList caches, int cached) {
@@ -96,7 +106,9 @@ std::pair<mx::array, mx::array> Sequence::sample(const mx::array& logits) {
       processed = grammar::mask_logits(processed, constraint_->allowed());
   }
   auto logprobs = step_logprobs(processed, request_.options.kernels);
-  return {sampler_(logprobs), mx::squeeze(logprobs, 0)};
+  auto token = sampler_(logprobs);
+  if (!forced_.empty()) token = force_next(token);
+  return {token, mx::squeeze(logprobs, 0)};
 }
 
 void Sequence::schedule(std::pair<mx::array, mx::array> sampled) {
@@ -135,7 +147,14 @@ bool Sequence::deliver(int id, const mx::array& logprobs) {
   result_.completion_ids.push_back(id);
   if (sink_.observe_logprobs) sink_.observe_logprobs(logprobs);
   TextChunk chunk;
-  chunk.text = stops_.add(detokenizer_ ? detokenizer_->add(id) : std::string());
+  const std::string text = detokenizer_ ? detokenizer_->add(id) : std::string();
+  if (thinking_ && thinking_->add_token(text)) {
+    // The budget is spent: the token already sampled after this one gives
+    // way to the closing markup, and the model goes on after it.
+    forced_ = runtime_.encode(request_.thinking.close, false);
+    if (pending_token_ && !forced_.empty()) pending_token_ = force_next(*pending_token_);
+  }
+  chunk.text = stops_.add(text);
   if (request_.logprobs || request_.top_logprobs > 0)
     chunk.tokens.push_back({id, runtime_.decode({id}), logprob_of(logprobs, id)});
   if (request_.top_logprobs > 0)

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/thinking_budget.h"
 #include "engine/token_generator.h"
 
 namespace mlx_cpp {
@@ -22,6 +23,9 @@ struct TextRequest {
   // Output held to a grammar (null: free text), compiled against this
   // model's vocabulary (ModelRuntime::grammar_vocabulary).
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // How long the model may think before the engine closes its think block
+  // (not applied to a request held to a grammar: the grammar decides).
+  ThinkingBudget thinking;
 };
 
 struct TokenLogprob {

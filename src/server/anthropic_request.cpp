@@ -226,8 +226,8 @@ void translate_tool_choice(const Json& choice, Json& openai) {
 
 // thinking {type: enabled, budget_tokens} or {type: disabled} switch the
 // templates' enable_thinking; adaptive leaves the template's own default.
-// The budget is checked but not enforced yet: thinking ends when the model
-// ends it (or at max_tokens).
+// budget_tokens becomes the request's thinking budget: the engine ends the
+// think block when it is spent.
 void translate_thinking(const Json& thinking, Json& openai) {
   if (!thinking.is_object())
     throw invalid_request("'thinking' must be an object with a 'type'", "thinking");
@@ -237,6 +237,7 @@ void translate_thinking(const Json& thinking, Json& openai) {
       throw invalid_request("'thinking.budget_tokens' is required when thinking is enabled",
                             "thinking.budget_tokens");
     openai["chat_template_kwargs"]["enable_thinking"] = true;
+    openai["thinking_token_budget"] = thinking["budget_tokens"];
   } else if (type == "disabled") {
     openai["chat_template_kwargs"]["enable_thinking"] = false;
   } else if (type != "adaptive") {

@@ -238,6 +238,8 @@ void parse_chat_fields(const nlohmann::ordered_json& body, const ModelInfo& mode
   request.parallel_tool_calls = optional_bool(body, "parallel_tool_calls").value_or(true);
   request.template_kwargs = optional_object(body, "chat_template_kwargs");
   apply_reasoning_effort(body, request.template_kwargs);
+  if (auto budget = optional_integer(body, "thinking_token_budget", -1, 1 << 30))
+    request.thinking_budget = static_cast<int>(*budget);  // -1: no limit
 }
 
 }  // namespace mlx_cpp::server

@@ -39,6 +39,9 @@ struct CompletionRequest {
   ToolChoice tool_choice = ToolChoice::automatic;
   std::string tool_choice_name;  // named: the function
   bool parallel_tool_calls = true;
+  // thinking_token_budget: reasoning tokens before the engine ends the
+  // think block (none: the server's --reasoning-budget).
+  std::optional<int> thinking_budget;
   // Completions: the prompt as text, or as token ids when prompt_is_ids.
   std::string prompt_text;
   std::vector<int> prompt_ids;

@@ -31,6 +31,9 @@ struct ServerConfig {
   bool web_page = true;  // the chat page at GET / (web_page.h)
   // false (--reasoning-format none): reasoning stays in the content as written.
   bool parse_reasoning = true;
+  // Reasoning tokens a request may think for before the engine ends the
+  // block (-1: no limit); thinking_token_budget overrides it per request.
+  int reasoning_budget = -1;
 };
 
 class HttpServer {

@@ -65,6 +65,18 @@ Json special_tokens_from_config(const Json& config) {
 
 }  // namespace
 
+nlohmann::ordered_json load_model_special_tokens(const std::filesystem::path& model_directory) {
+  std::filesystem::path config_path = model_directory / "tokenizer_config.json";
+  if (!std::filesystem::exists(config_path)) return Json::object();
+  return special_tokens_from_config(read_config(config_path));
+}
+
+std::string read_chat_template_file(const std::filesystem::path& path) {
+  std::string source = read_text(path);
+  if (source.empty()) throw Error("chat template: " + path.string() + " is empty");
+  return source;
+}
+
 ModelChatTemplate load_model_chat_template(const std::filesystem::path& model_directory) {
   std::filesystem::path config_path = model_directory / "tokenizer_config.json";
   std::filesystem::path jinja_path = model_directory / "chat_template.jinja";

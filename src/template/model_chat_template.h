@@ -21,4 +21,9 @@ struct ModelChatTemplate {
 // there is no template or the files are malformed.
 ModelChatTemplate load_model_chat_template(const std::filesystem::path& model_directory);
 
+// The special tokens alone (for a template given in a file of its own).
+nlohmann::ordered_json load_model_special_tokens(const std::filesystem::path& model_directory);
+// A template file's text; throws Error when it cannot be read or is empty.
+std::string read_chat_template_file(const std::filesystem::path& path);
+
 }  // namespace mlx_cpp

@@ -1,0 +1,48 @@
+#include "engine/thinking_budget.h"
+
+namespace mlx_cpp {
+
+ThinkingTracker::ThinkingTracker(ThinkingBudget budget)
+    : budget_(std::move(budget)), state_(budget_.starts_inside ? State::inside : State::before) {
+  if (state_ == State::inside && budget_.tokens == 0) {
+    spent_ = true;
+    state_ = State::after;
+  }
+}
+
+bool ThinkingTracker::find(const std::string& marker) {
+  const auto at = recent_.find(marker);
+  if (at != std::string::npos) {
+    recent_.erase(0, at + marker.size());
+    return true;
+  }
+  if (recent_.size() >= marker.size()) recent_.erase(0, recent_.size() - (marker.size() - 1));
+  return false;
+}
+
+bool ThinkingTracker::add_token(std::string_view text) {
+  if (state_ == State::after) return false;
+  recent_ += text;
+  if (state_ == State::before) {
+    // The token that writes the start markup opens the block; it is not
+    // reasoning itself.
+    if (budget_.start.empty() || !find(budget_.start)) return false;
+    state_ = State::inside;
+    if (find(budget_.end)) {
+      state_ = State::after;
+      return false;
+    }
+    if (budget_.tokens > 0) return false;
+  } else {
+    if (find(budget_.end)) {  // the model closed the block itself
+      state_ = State::after;
+      return false;
+    }
+    if (++reasoning_tokens_ < budget_.tokens) return false;
+  }
+  state_ = State::after;
+  spent_ = true;
+  return true;
+}
+
+}  // namespace mlx_cpp
