@@ -13,6 +13,7 @@
 // turn, so the calls get ids of their own.
 #include <optional>
 
+#include "chat/call_grammar.h"
 #include "chat/json_scan.h"
 #include "chat/region_format.h"
 #include "chat/tool_call_formats.h"
@@ -127,6 +128,24 @@ class CommandRFormat : public RegionFormat {
   std::vector<std::string> marker_tokens() const override {
     return {std::string(kStartThinking), std::string(kEndThinking),   std::string(kStartAction),
             std::string(kEndAction),     std::string(kStartResponse), std::string(kEndResponse)};
+  }
+  // A JSON list of {"tool_call_id", "tool_name", "parameters"}: between
+  // action tokens (Command R7B) or after "Action:" in a fenced block.
+  std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
+    using namespace call_grammar;
+    std::vector<Json> choices;
+    for (const auto& tool : forcing.tools)
+      choices.push_back(sequence(
+          {text("{\"tool_call_id\": \""), pattern("[0-9]{1,2}"),
+           text("\", \"tool_name\": \"" + json_string_body(tool.name) + "\", \"parameters\": "),
+           arguments(tool.parameters), text("}")}));
+    auto list = sequence(
+        {text("["), calls(one_of(std::move(choices)), text(", "), forcing.several), text("]")});
+    if (forcing.rendered_call.find(kStartAction) != std::string_view::npos)
+      return sequence(
+          {marker(std::string(kStartAction)), std::move(list), marker(std::string(kEndAction))});
+    return sequence({text(std::string(kAction) + " " + std::string(kFence) + "json\n"),
+                     std::move(list), text("\n" + std::string(kFence))});
   }
   bool parses_reasoning() const override { return true; }
 

@@ -10,6 +10,7 @@
 // where string="false" marks a value written as JSON.
 #include <cctype>
 
+#include "chat/call_grammar.h"
 #include "chat/json_scan.h"
 #include "chat/region_format.h"
 #include "chat/tool_call_formats.h"
@@ -152,6 +153,38 @@ class DeepSeekV3Format : public RegionFormat {
     // "｜DSML｜" is kept too in case a vocabulary makes it a special token.
     return {std::string(kCallsBegin), std::string(kCallsEnd),  std::string(kCallBegin),
             std::string(kCallEnd),    std::string(kSeparator), "｜DSML｜"};
+  }
+  // In the variant the template writes: V3.2's DSML invoke (parameters in
+  // xgrammar's deepseek_xml style), V3 / R1's typed call with fenced JSON,
+  // or V3.1's NAME<｜tool▁sep｜>{...}.
+  std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
+    using namespace call_grammar;
+    const auto& rendered = forcing.rendered_call;
+    const bool dsml = rendered.find(kInvoke) != std::string_view::npos;
+    const bool typed = rendered.find(std::string(kCallBegin) + "function" +
+                                     std::string(kSeparator)) != std::string_view::npos;
+    std::vector<Json> choices;
+    for (const auto& tool : forcing.tools) {
+      if (dsml)
+        choices.push_back(sequence({text(std::string(kInvoke) + " name=\"" + tool.name + "\">\n"),
+                                    arguments(tool.parameters, "deepseek_xml"),
+                                    text(std::string(kInvokeEnd) + "\n")}));
+      else if (typed)
+        choices.push_back(
+            sequence({marker(std::string(kCallBegin)), text("function"),
+                      marker(std::string(kSeparator)), text(tool.name + "\n```json\n"),
+                      arguments(tool.parameters), text("\n```"), marker(std::string(kCallEnd))}));
+      else
+        choices.push_back(sequence({marker(std::string(kCallBegin)), text(tool.name),
+                                    marker(std::string(kSeparator)), arguments(tool.parameters),
+                                    marker(std::string(kCallEnd))}));
+    }
+    auto all = calls(one_of(std::move(choices)), nullptr, forcing.several);
+    if (dsml)
+      return sequence(
+          {text(std::string(kDsmlCalls) + "\n"), std::move(all), text(std::string(kDsmlCallsEnd))});
+    return sequence(
+        {marker(std::string(kCallsBegin)), std::move(all), marker(std::string(kCallsEnd))});
   }
 
  protected:

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "chat/tool_call_format.h"
+#include "chat/output_format.h"
 
 namespace mlx_cpp::chat {
 
@@ -16,9 +16,9 @@ struct ForcedCalls {
   bool several = true;                   // parallel_tool_calls: one call or more
 };
 
-// The structural tag JSON, or nullopt when the format has no plain-text
-// call template (its calls cannot be forced). tools: OpenAI's list.
-std::optional<std::string> forced_calls_structural_tag(const ToolCallFormat& format,
+// The structural tag JSON, or nullopt when the model's format cannot be
+// written by a grammar (or it has none). tools: OpenAI's list.
+std::optional<std::string> forced_calls_structural_tag(const OutputFormat& format,
                                                        const nlohmann::ordered_json& tools,
                                                        const ForcedCalls& forced);
 

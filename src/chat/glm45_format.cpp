@@ -2,6 +2,7 @@
 // </tool_call> (GLM-4.7 may leave out the newlines). Values are bare text: those the tool's schema
 // declares strings stay text, others are read as JSON when they parse (as mlx-lm's glm47 parser
 // reads them), else kept as text.
+#include "chat/call_grammar.h"
 #include "chat/json_scan.h"
 #include "chat/region_format.h"
 #include "chat/tool_call_formats.h"
@@ -119,6 +120,17 @@ class Glm45Format : public RegionFormat {
   std::vector<std::string> marker_tokens() const override {
     return {std::string(kOpen),     std::string(kClose),     std::string(kKeyOpen),
             std::string(kKeyClose), std::string(kValueOpen), std::string(kValueClose)};
+  }
+  // <tool_call>NAME\n, the arguments in xgrammar's glm_xml style, then
+  // </tool_call>; a line between calls.
+  std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
+    using namespace call_grammar;
+    std::vector<Json> choices;
+    for (const auto& tool : forcing.tools)
+      choices.push_back(
+          sequence({marker(std::string(kOpen)), text(tool.name + "\n"),
+                    arguments(tool.parameters, "glm_xml"), marker(std::string(kClose))}));
+    return calls(one_of(std::move(choices)), text("\n"), forcing.several);
   }
 
  protected:

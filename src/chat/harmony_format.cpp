@@ -13,6 +13,7 @@
 #include <array>
 #include <optional>
 
+#include "chat/call_grammar.h"
 #include "chat/json_scan.h"
 #include "chat/tool_call_formats.h"
 
@@ -163,6 +164,18 @@ class HarmonyFormat : public ToolCallFormat {
   }
   std::vector<std::string> marker_tokens() const override {
     return {kMarkers.begin(), kMarkers.end()};
+  }
+  // One commentary message to functions.NAME with JSON arguments, ended by
+  // <|call|> (which ends the turn: one call).
+  std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
+    using namespace call_grammar;
+    std::vector<Json> choices;
+    for (const auto& tool : forcing.tools)
+      choices.push_back(
+          sequence({marker("<|channel|>"), text("commentary to=functions." + tool.name + " "),
+                    marker("<|constrain|>"), text("json"), marker("<|message|>"),
+                    arguments(tool.parameters), marker("<|call|>")}));
+    return one_of(std::move(choices));
   }
   bool renders(std::string_view rendered) const override {
     // What gpt-oss's template writes for a call: `<|start|>assistant

@@ -3,6 +3,7 @@
 // as a fenced ```json block or a bare object at the start of a line,
 // sometimes in doubled braces; those are read as calls too when they name
 // an offered tool (text naming no tool stays content).
+#include "chat/call_grammar.h"
 #include "chat/json_scan.h"
 #include "chat/region_format.h"
 #include "chat/tool_call_formats.h"
@@ -28,9 +29,16 @@ std::optional<bool> starts_with(std::string_view text, size_t position, std::str
 class HermesFormat : public RegionFormat {
  public:
   std::string_view name() const override { return "hermes"; }
-  std::optional<CallTemplate> call_template() const override {
-    return CallTemplate{"<tool_call>\n{\"name\": \"", "\", \"arguments\": ", "}\n</tool_call>",
-                        "\n"};
+  // <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>, a line between calls.
+  std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
+    using namespace call_grammar;
+    std::vector<Json> choices;
+    for (const auto& tool : forcing.tools)
+      choices.push_back(
+          sequence({marker(std::string(kOpen)),
+                    text("\n{\"name\": \"" + json_string_body(tool.name) + "\", \"arguments\": "),
+                    arguments(tool.parameters), text("}\n"), marker(std::string(kClose))}));
+    return calls(one_of(std::move(choices)), text("\n"), forcing.several);
   }
   bool renders(std::string_view rendered) const override {
     auto open = rendered.find(kOpen);

@@ -3,6 +3,7 @@
 // The text before the argument marker is the call's id; its templates render
 // that id back into the conversation, so it is kept as the call's id, and
 // the name is what lies between "functions." and the id's last ':'.
+#include "chat/call_grammar.h"
 #include "chat/json_scan.h"
 #include "chat/region_format.h"
 #include "chat/tool_call_formats.h"
@@ -78,6 +79,20 @@ class KimiK2Format : public RegionFormat {
   std::vector<std::string> marker_tokens() const override {
     return {std::string(kSectionBegin), std::string(kSectionEnd), std::string(kCallBegin),
             std::string(kArgumentBegin), std::string(kCallEnd)};
+  }
+  // The section, and in it each call: its id functions.NAME:INDEX, then
+  // the arguments.
+  std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
+    using namespace call_grammar;
+    std::vector<Json> choices;
+    for (const auto& tool : forcing.tools)
+      choices.push_back(
+          sequence({marker(std::string(kCallBegin)), text("functions." + tool.name + ":"),
+                    pattern("[0-9]{1,3}"), marker(std::string(kArgumentBegin)),
+                    arguments(tool.parameters), marker(std::string(kCallEnd))}));
+    return sequence({marker(std::string(kSectionBegin)),
+                     calls(one_of(std::move(choices)), nullptr, forcing.several),
+                     marker(std::string(kSectionEnd))});
   }
 
  protected:

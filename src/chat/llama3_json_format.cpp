@@ -7,6 +7,7 @@
 // else (an example in prose, a JSON answer) stays content.
 #include <optional>
 
+#include "chat/call_grammar.h"
 #include "chat/json_scan.h"
 #include "chat/region_format.h"
 #include "chat/tool_call_formats.h"
@@ -30,8 +31,15 @@ std::optional<bool> starts_with(std::string_view text, size_t position, std::str
 class Llama3JsonFormat : public RegionFormat {
  public:
   std::string_view name() const override { return "llama3_json"; }
-  std::optional<CallTemplate> call_template() const override {
-    return CallTemplate{"{\"name\": \"", "\", \"parameters\": ", "}", "; "};
+  // {"name": "NAME", "parameters": {...}}, "; " between calls.
+  std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
+    using namespace call_grammar;
+    std::vector<Json> choices;
+    for (const auto& tool : forcing.tools)
+      choices.push_back(
+          sequence({text("{\"name\": \"" + json_string_body(tool.name) + "\", \"parameters\": "),
+                    arguments(tool.parameters), text("}")}));
+    return calls(one_of(std::move(choices)), text("; "), forcing.several);
   }
 
   // The template writes the call as the whole assistant turn, so the

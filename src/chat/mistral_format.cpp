@@ -8,6 +8,7 @@
 // list's elements one by one, each name first, then its arguments.
 #include <optional>
 
+#include "chat/call_grammar.h"
 #include "chat/json_scan.h"
 #include "chat/region_format.h"
 #include "chat/tool_call_formats.h"
@@ -74,6 +75,25 @@ class MistralFormat : public RegionFormat {
     return {std::string(kToolCalls), std::string(kArgs), std::string(kCallId)};
   }
   CallIdStyle id_style() const override { return CallIdStyle::nine_letters; }
+  // The form the template writes: [TOOL_CALLS]NAME[ARGS]{...} for each
+  // call, or [TOOL_CALLS][{"name": "NAME", "arguments": {...}}, ...].
+  std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
+    using namespace call_grammar;
+    const bool named_form = forcing.rendered_call.find(kArgs) != std::string_view::npos;
+    std::vector<Json> choices;
+    for (const auto& tool : forcing.tools) {
+      if (named_form)
+        choices.push_back(sequence({marker(std::string(kToolCalls)), text(tool.name),
+                                    marker(std::string(kArgs)), arguments(tool.parameters)}));
+      else
+        choices.push_back(
+            sequence({text("{\"name\": \"" + json_string_body(tool.name) + "\", \"arguments\": "),
+                      arguments(tool.parameters), text("}")}));
+    }
+    if (named_form) return calls(one_of(std::move(choices)), nullptr, forcing.several);
+    return sequence({marker(std::string(kToolCalls)), text("["),
+                     calls(one_of(std::move(choices)), text(", "), forcing.several), text("]")});
+  }
 
  protected:
   RegionStart find_start(std::string_view text, size_t from, const ToolContext&) const override {

@@ -50,6 +50,7 @@ OutputFormat detect_output_format(const OutputFormatSources& sources) {
     rendered = render_probe_call(*sources.chat_template, sources.template_variables);
   format.tool_calls = detect_tool_call_format(rendered, sources.template_source);
   format.tool_calls_from_template = format.tool_calls != nullptr;
+  if (format.tool_calls_from_template) format.rendered_call = rendered;
   // A template that writes no calls still gets Hermes' JSON format: asked
   // for calls, small models mostly write {"name", "arguments"}, bare or
   // fenced, which it reads (and a forced call can use its markup).

@@ -16,6 +16,9 @@ struct OutputFormat {
   const ToolCallFormat* tool_calls = nullptr;  // null: answers are not parsed for calls
   bool tool_calls_from_template = false;       // the template writes calls in that format
   ReasoningMarkers reasoning;                  // empty: no think tags
+  // The template's rendering of a probe call (empty without a template):
+  // formats with variants read which one it writes.
+  std::string rendered_call;
   // Special tokens the parser must see in the text (the detokenizer keeps them).
   std::vector<std::string> marker_tokens() const;
   // The think block's markup (the format's own, else the think tags');

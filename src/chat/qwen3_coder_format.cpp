@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "chat/call_grammar.h"
 #include "chat/json_scan.h"
 #include "chat/region_format.h"
 #include "chat/tool_call_formats.h"
@@ -107,6 +108,20 @@ Json literal_value(const std::string& value) {
   return parsed;
 }
 
+// A string value of an enum, with the whitespace around it that a grammar
+// lets through between the tags (xgrammar's qwen_xml style) taken off when
+// that makes it one of the choices; other strings stay as written.
+Json enum_value(const std::string& value, const Json& property) {
+  const auto choices = property.find("enum");
+  if (choices == property.end() || !choices->is_array()) return value;
+  const auto bare = std::string(trimmed(value));
+  for (const auto& choice : *choices)
+    if (choice == value) return value;
+  for (const auto& choice : *choices)
+    if (choice == bare) return bare;
+  return value;
+}
+
 // A parameter's value as the schema types it. Where Qwen's parser gives up on a value (an
 // integer that is not one), the text is kept rather than the call dropped.
 Json typed_value(const std::string& value, const Json* property) {
@@ -121,12 +136,13 @@ Json typed_value(const std::string& value, const Json* property) {
   const std::string name = type->is_string() ? lowered(trimmed(type->get<std::string>())) : "";
   if (name == "string" || name == "str" || name == "text" || name == "varchar" || name == "char" ||
       name == "enum")
-    return value;
+    return enum_value(value, *property);
   if (starts_with_any(name, {"int", "uint", "long", "short", "unsigned"}))
     return numeric_value(value, true).value_or(Json(value));
   if (starts_with_any(name, {"num", "float"}))
     return numeric_value(value, false).value_or(Json(value));
-  if (name == "boolean" || name == "bool" || name == "binary") return lowered(value) == "true";
+  if (name == "boolean" || name == "bool" || name == "binary")
+    return lowered(trimmed(value)) == "true";
   if (name == "object" || name == "array" || name == "arr" ||
       starts_with_any(name, {"dict", "list"})) {
     auto parsed = Json::parse(value, nullptr, false);
@@ -212,6 +228,19 @@ class Qwen3CoderFormat : public RegionFormat {
 
   std::vector<std::string> marker_tokens() const override {
     return {std::string(kCallOpen), std::string(kCallClose)};
+  }
+  // <tool_call>\n<function=NAME>\n, the parameters in xgrammar's
+  // qwen_xml style, </function>\n</tool_call>; a line between calls.
+  std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
+    using namespace call_grammar;
+    std::vector<Json> choices;
+    for (const auto& tool : forcing.tools)
+      choices.push_back(
+          sequence({marker(std::string(kCallOpen)),
+                    text("\n" + std::string(kFunctionOpen) + tool.name + ">\n"),
+                    arguments(tool.parameters, "qwen_xml"),
+                    text(std::string(kFunctionClose) + "\n"), marker(std::string(kCallClose))}));
+    return calls(one_of(std::move(choices)), text("\n"), forcing.several);
   }
 
  protected:

@@ -61,14 +61,18 @@ struct ThinkingMarkup {
   bool empty() const { return end.empty(); }
 };
 
-// How one call is written, for a grammar that must force calls
-// (tool_choice required or named): before_name NAME after_name ARGUMENTS
-// after_arguments, calls joined by separator, the arguments being JSON.
-struct CallTemplate {
-  std::string before_name;
-  std::string after_name;
-  std::string after_arguments;
-  std::string separator;
+// What a grammar that forces calls (tool_choice required or named) must
+// let the model write: calls to these tools, one or several.
+struct ForcedTool {
+  std::string name;
+  nlohmann::ordered_json parameters;  // the arguments' JSON schema
+};
+struct CallForcing {
+  std::vector<ForcedTool> tools;
+  bool several = false;
+  // How the chat template writes a call (its rendering of a probe
+  // conversation, see tool_call_detection.h), for formats with variants.
+  std::string_view rendered_call;
 };
 
 enum class CallIdStyle {
@@ -99,10 +103,12 @@ class ToolCallFormat {
   virtual bool parses_reasoning() const { return false; }
   // Where the format finds reasoning itself: its markup.
   virtual ThinkingMarkup thinking_markup() const { return {}; }
-  // The template of one call in plain text, when the format writes calls
-  // with JSON arguments and no special tokens (a grammar can only force
-  // text); none otherwise.
-  virtual std::optional<CallTemplate> call_template() const { return std::nullopt; }
+  // The calls as an xgrammar structural-tag format (see call_grammar.h),
+  // in the format's own markup from the first token; none when the format
+  // cannot be written by a grammar.
+  virtual std::optional<nlohmann::ordered_json> forced_calls(const CallForcing&) const {
+    return std::nullopt;
+  }
 };
 
 // Every format, in the order detection asks them (the more specific first).

@@ -61,7 +61,7 @@ const grammar::GrammarVocabulary& ModelRuntime::grammar_vocabulary() const {
     std::stringstream text;
     text << file.rdbuf();
     grammar_vocabulary_ = std::make_unique<grammar::GrammarVocabulary>(
-        *tokenizer_, text.str(), model().vocab_size(), eos_token_ids_);
+        *tokenizer_, text.str(), model().vocab_size(), eos_token_ids_, kept_special_tokens_);
   });
   return *grammar_vocabulary_;
 }

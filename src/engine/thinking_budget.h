@@ -9,10 +9,10 @@
 namespace mlx_cpp {
 
 struct ThinkingBudget {
-  int tokens = -1;            // reasoning tokens allowed; < 0: no limit
-  std::string start, end;     // the block's markup as the text shows it
-  std::string close;          // what the engine writes to end the block
-  bool starts_inside = false; // the prompt opened the block
+  int tokens = -1;             // reasoning tokens allowed; < 0: no limit
+  std::string start, end;      // the block's markup as the text shows it
+  std::string close;           // what the engine writes to end the block
+  bool starts_inside = false;  // the prompt opened the block
   bool enabled() const { return tokens >= 0 && !end.empty() && !close.empty(); }
 };
 

@@ -6,6 +6,7 @@
 
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "io/error.h"
 
@@ -35,12 +36,46 @@ namespace {
 // tokenizer's vocabulary (padding in the logits) are left empty, which the
 // grammar engine never allows: their text must not count as characters of
 // a JSON string. Stop tokens are allowed by id once the grammar is complete.
-std::vector<std::string> encoded_vocabulary(const Tokenizer& tokenizer, int vocab_size) {
+// Markers keep their text: the answer shows it, and forced calls write them.
+std::vector<std::string> encoded_vocabulary(const Tokenizer& tokenizer, int vocab_size,
+                                            const std::unordered_set<int>& markers) {
   std::vector<std::string> vocabulary(vocab_size);
   for (int id = 0; id < vocab_size; ++id)
-    if (auto token = tokenizer.id_to_token(id); token && !tokenizer.is_special_token(id))
+    if (auto token = tokenizer.id_to_token(id);
+        token && (!tokenizer.is_special_token(id) || markers.count(id)))
       vocabulary[id] = *token;
   return vocabulary;
+}
+
+// Token elements of a structural tag ({"type": "token", "token": "[ARGS]"})
+// that name a marker token become its id (the engine would look the text
+// up in byte-decoded strings, which markup like <｜tool▁sep｜> is not). A
+// string that is no marker is markup this vocabulary writes as text.
+void resolve_token_strings(nlohmann::ordered_json& node,
+                           const std::unordered_map<std::string, int>& special_tokens) {
+  if (node.is_array()) {
+    for (auto& item : node) resolve_token_strings(item, special_tokens);
+    return;
+  }
+  if (!node.is_object()) return;
+  if (node.value("type", "") == "token" && node.contains("token") && node["token"].is_string()) {
+    const std::string text = node["token"];
+    if (auto found = special_tokens.find(text); found != special_tokens.end())
+      node["token"] = found->second;
+    else
+      node = {{"type", "const_string"}, {"value", text}};
+    return;
+  }
+  for (auto& [key, value] : node.items()) {
+    if (key == "exclude_tokens" && value.is_array()) {
+      for (auto& token : value)
+        if (token.is_string())
+          if (auto found = special_tokens.find(token); found != special_tokens.end())
+            token = found->second;
+      continue;
+    }
+    resolve_token_strings(value, special_tokens);
+  }
 }
 
 // A regex matching exactly one of the choices.
@@ -90,7 +125,8 @@ const char* kind_name(GrammarSpec::Kind kind) {
 }  // namespace
 
 GrammarVocabulary::GrammarVocabulary(const Tokenizer& tokenizer, const std::string& tokenizer_json,
-                                     int vocab_size, const std::vector<int>& stop_ids)
+                                     int vocab_size, const std::vector<int>& stop_ids,
+                                     const std::unordered_set<int>& marker_tokens)
     : vocab_size_(vocab_size) {
   try {
     // How token strings map to bytes (byte-level, byte fallback, raw) and
@@ -98,11 +134,13 @@ GrammarVocabulary::GrammarVocabulary(const Tokenizer& tokenizer, const std::stri
     auto metadata =
         nlohmann::json::parse(xgrammar::TokenizerInfo::DetectMetadataFromHF(tokenizer_json));
     xgrammar::TokenizerInfo info(
-        encoded_vocabulary(tokenizer, vocab_size),
+        encoded_vocabulary(tokenizer, vocab_size, marker_tokens),
         static_cast<xgrammar::VocabType>(metadata["vocab_type"].get<int>()), vocab_size,
         std::vector<int32_t>(stop_ids.begin(), stop_ids.end()),
         metadata["add_prefix_space"].get<bool>());
     engine_ = std::make_unique<Engine>(std::move(info));
+    for (int id : marker_tokens)
+      if (auto token = tokenizer.id_to_token(id)) marker_tokens_.emplace(*token, id);
   } catch (const std::exception& error) {
     throw Error(std::string("[grammar] cannot read the vocabulary: ") + error.what());
   }
@@ -133,9 +171,13 @@ std::shared_ptr<const CompiledGrammar> GrammarVocabulary::compile(const GrammarS
         if (spec.choices.empty()) throw Error("[grammar] choice: the list of choices is empty");
         return std::make_shared<CompiledGrammar>(compiler.CompileRegex(choice_regex(spec.choices)),
                                                  vocab_size_);
-      case GrammarSpec::Kind::structural_tag:
-        return std::make_shared<CompiledGrammar>(compiler.CompileStructuralTag(spec.text),
+      case GrammarSpec::Kind::structural_tag: {
+        auto tag = nlohmann::ordered_json::parse(spec.text, nullptr, /*allow_exceptions=*/false);
+        if (tag.is_discarded()) throw Error("[grammar] the structural tag is not valid JSON");
+        resolve_token_strings(tag, marker_tokens_);
+        return std::make_shared<CompiledGrammar>(compiler.CompileStructuralTag(tag.dump()),
                                                  vocab_size_);
+      }
     }
   } catch (const Error&) {
     throw;

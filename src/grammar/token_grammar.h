@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tokenizer/tokenizer.h"
@@ -39,8 +41,12 @@ class GrammarVocabulary {
   // tokenizer_json: the text of tokenizer.json (its decoder tells how token
   // strings map to bytes). vocab_size: the logits' width. stop_ids: the
   // tokens that end a generation (allowed once the grammar is complete).
+  // marker_tokens: special tokens the answer's text shows (a tool-call
+  // format's markup): the grammar sees their text, and structural tags
+  // may name them; other special tokens are never allowed but as stops.
   GrammarVocabulary(const Tokenizer& tokenizer, const std::string& tokenizer_json, int vocab_size,
-                    const std::vector<int>& stop_ids);
+                    const std::vector<int>& stop_ids,
+                    const std::unordered_set<int>& marker_tokens = {});
   ~GrammarVocabulary();
   // Throws mlx_cpp::Error naming what could not be compiled. Thread-safe.
   std::shared_ptr<const CompiledGrammar> compile(const GrammarSpec& spec) const;
@@ -49,6 +55,7 @@ class GrammarVocabulary {
  private:
   struct Engine;
   std::unique_ptr<Engine> engine_;
+  std::unordered_map<std::string, int> marker_tokens_;  // text → id, for structural tags
   int vocab_size_ = 0;
   mutable std::mutex mutex_;
 };

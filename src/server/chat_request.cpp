@@ -193,20 +193,18 @@ void force_tool_calls(const nlohmann::ordered_json& body, const ModelInfo& model
         "'tool_choice' required or named cannot be combined with a structured output format",
         "tool_choice");
   const auto* format = model.output_format.tool_calls;
-  std::optional<std::string> tag;
   chat::ForcedCalls forced;
   if (named) forced.only_tool = request.tool_choice_name;
   // Several forced calls only when the client asks for them by name: a
   // grammar that allows more calls lets small models write them until
   // max_tokens.
   forced.several = !named && optional_bool(body, "parallel_tool_calls").value_or(false);
-  if (format) tag = chat::forced_calls_structural_tag(*format, request.tools, forced);
+  auto tag = chat::forced_calls_structural_tag(model.output_format, request.tools, forced);
   if (!tag)
     throw invalid_request(
         "'tool_choice' required or named needs calls a grammar can write; this "
         "model's format (" +
-            std::string(format ? format->name() : "none") +
-            ") uses special tokens for them: use auto",
+            std::string(format ? format->name() : "none") + ") has no grammar for them: use auto",
         "tool_choice");
   request.grammar = grammar::GrammarSpec{grammar::GrammarSpec::Kind::structural_tag, *tag};
   request.grammar_field = "tool_choice";
