@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "chat/call_grammar.h"
 #include "chat/json_scan.h"
+#include "chat/python_call_grammar.h"
 #include "chat/region_format.h"
 #include "chat/tool_call_formats.h"
 
@@ -327,6 +329,25 @@ class PythonicFormat : public RegionFormat {
   std::vector<std::string> marker_tokens() const override {
     return {std::string(kToolCallStart), std::string(kToolCallEnd), std::string(kPythonStart),
             std::string(kPythonEnd)};
+  }
+  // The list as an EBNF grammar (python_call_grammar.h), between LFM2's
+  // markers when the template writes them.
+  std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
+    using namespace call_grammar;
+    std::string rules = python_literal_rules(), call;
+    for (size_t i = 0; i < forcing.tools.size(); ++i) {
+      const auto& tool = forcing.tools[i];
+      auto tool_rules = python_call_rules(tool.name, tool.parameters, "tool" + std::to_string(i));
+      rules += tool_rules.rules;
+      call += (call.empty() ? "" : " | ") + tool_rules.root;
+    }
+    rules += "call ::= " + call + "\n";
+    rules += std::string("root ::= \"[\" call ") + (forcing.several ? "(\", \" call)* " : "") +
+             "\"]\"\n";
+    Json list = {{"type", "grammar"}, {"grammar", rules}};
+    if (forcing.rendered_call.find(kToolCallStart) == std::string_view::npos) return list;
+    return sequence(
+        {marker(std::string(kToolCallStart)), std::move(list), marker(std::string(kToolCallEnd))});
   }
 
  protected:

@@ -177,6 +177,10 @@ std::vector<Case> cases() {
       {"qwen3_coder", "qwen3_coder", "",
        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
        "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"},
+      {"pythonic", "pythonic", "[get_weather(city=\"Paris\")]",
+       "[get_weather(city=\"Paris\", days=3)]"},
+      {"pythonic_lfm2", "pythonic", "<|tool_call_start|>[get_weather(city=\"Paris\")]",
+       "<|tool_call_start|>[get_weather(city=\"Paris\", days=3)]<|tool_call_end|>"},
       {"glm45", "glm45", "",
        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
        "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"},
@@ -358,10 +362,37 @@ TEST_P(ForcedCalls, TheFirstTokenCannotBeProse) {
 INSTANTIATE_TEST_SUITE_P(Formats, ForcedCalls, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
 
-TEST(ForcedCallsGrammar, PythonicCallsHaveNoGrammar) {
-  chat::OutputFormat format;
-  format.tool_calls = &chat::tool_call_format("pythonic");
-  EXPECT_FALSE(chat::forced_calls_structural_tag(format, Json::array({weather_tool()}), {}));
+TEST(ForcedCallsGrammar, PythonOptionalArgumentsMayBeLeftOut) {
+  Case pythonic{"pythonic", "pythonic", "", ""};
+  const Json tool = {{"type", "function"},
+                     {"function",
+                      {{"name", "search"},
+                       {"parameters",
+                        {{"type", "object"},
+                         {"properties",
+                          {{"query", {{"type", "string"}}},
+                           {"limit", {{"type", "integer"}}},
+                           {"exact", {{"type", "boolean"}}}}},
+                         {"required", {"query"}}}}}}};
+  for (const std::string call :
+       {"[search(query=\"cats\")]", "[search(query=\"a \\\"b\\\"\", exact=True)]",
+        "[search(query=\"x\", limit=-5, exact=False)]"}) {
+    grammar::TokenConstraint constraint(
+        compile(pythonic, Json::array({tool}), chat::ForcedCalls{std::nullopt, false}));
+    bool accepted = true;
+    for (int id : vocabulary().tokenizer->encode(call, false))
+      accepted = accepted && constraint.accept(id);
+    EXPECT_TRUE(accepted && constraint.accept(vocabulary().eos)) << call;
+  }
+  for (const std::string call :
+       {"[search(limit=3)]", "[search(query=3)]", "[search(exact=True, query=\"x\")]"}) {
+    grammar::TokenConstraint constraint(
+        compile(pythonic, Json::array({tool}), chat::ForcedCalls{std::nullopt, false}));
+    bool accepted = true;
+    for (int id : vocabulary().tokenizer->encode(call, false))
+      accepted = accepted && constraint.accept(id);
+    EXPECT_FALSE(accepted && constraint.accept(vocabulary().eos)) << call << " was accepted";
+  }
 }
 
 }  // namespace
