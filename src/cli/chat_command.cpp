@@ -2,7 +2,10 @@
 // the conversation with the model's chat template; the session's cache
 // keeps the common prefix, so only the new text is prefilled. Ctrl-C stops
 // the current answer, Ctrl-D or /exit ends the chat. When stdin is not a
-// terminal, each line is one user message (scriptable).
+// terminal, each line is one user message (scriptable). Answers go through
+// the answer parser: a model's reasoning is shown apart (dimmed on a
+// terminal, between "[thinking]" lines otherwise) and kept out of the
+// content the conversation carries on with.
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +13,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "chat/output_parser.h"
 #include "cli/command.h"
 #include "cli/model_argument.h"
 #include "engine/session.h"
@@ -41,12 +45,17 @@ struct ChatArguments {
   int context_size = 0;
   std::string kernels = "fast";
   SpeculativeArguments speculative;
+  std::string chat_template_file;
+  int reasoning_budget = -1;
 };
 
 class Chat {
  public:
   Chat(const ChatArguments& args, std::unique_ptr<Session> session)
-      : args_(args), session_(std::move(session)), interactive_(isatty(STDIN_FILENO)) {
+      : args_(args),
+        session_(std::move(session)),
+        interactive_(isatty(STDIN_FILENO)),
+        color_(isatty(STDOUT_FILENO)) {
     reset(args.system);
   }
 
@@ -89,20 +98,47 @@ class Chat {
     if (!system_.empty()) messages_.push_back({{"role", "system"}, {"content", system_}});
   }
 
+  // Prints the parser's output as it comes: reasoning apart from content.
+  void show(const chat::OutputDelta& delta) {
+    if (!delta.reasoning.empty()) {
+      if (!in_reasoning_) std::cout << (color_ ? "\033[2m" : "[thinking]\n");
+      in_reasoning_ = true;
+      std::cout << delta.reasoning;
+    }
+    if (!delta.content.empty()) {
+      if (in_reasoning_) std::cout << (color_ ? "\033[0m\n\n" : "\n[/thinking]\n");
+      in_reasoning_ = false;
+      std::cout << delta.content;
+    }
+    std::cout << std::flush;
+  }
+
   void answer(const std::string& user_text) {
     messages_.push_back({{"role", "user"}, {"content", user_text}});
     TextRequest request;
-    request.prompt_ids = session_->encode(session_->render_chat(messages_, nullptr, true), false);
+    const std::string prompt = session_->render_chat(messages_, nullptr, true);
+    request.prompt_ids = session_->encode(prompt, false);
+    const auto& format = session_->runtime().output_format();
+    request.thinking = thinking_budget(format, args_.reasoning_budget, prompt);
+    chat::OutputOptions options;
+    options.starts_in_reasoning = chat::prompt_opens_reasoning(prompt, format.reasoning);
+    chat::OutputParser parser(format, options);
+    in_reasoning_ = false;
     request.options.max_tokens = args_.max_tokens;
     request.options.sampler = args_.sampling.to_options();
     request.options.speculative = args_.speculative.to_options();
-    auto result = session_->generate(request, [](const TextChunk& chunk) {
-      std::cout << chunk.text << std::flush;
+    auto result = session_->generate(request, [&](const TextChunk& chunk) {
+      show(parser.feed(chunk.text));
       return !interrupted.load();
     });
+    show(parser.finish());
+    if (in_reasoning_) std::cout << (color_ ? "\033[0m" : "\n[/thinking]");
     std::cout << std::endl;  // flushed before the stats go to stderr
     if (result.finish_reason == "cancelled") std::cerr << "[stopped]\n";
-    messages_.push_back({{"role", "assistant"}, {"content", result.text}});
+    nlohmann::ordered_json reply = {{"role", "assistant"}, {"content", parser.message().content}};
+    if (!parser.message().reasoning.empty())
+      reply["reasoning_content"] = parser.message().reasoning;
+    messages_.push_back(std::move(reply));
     const auto& stats = result.stats;
     std::fprintf(
         stderr,
@@ -114,6 +150,8 @@ class Chat {
   ChatArguments args_;
   std::unique_ptr<Session> session_;
   bool interactive_;
+  bool color_;                 // stdout is a terminal: reasoning is dimmed
+  bool in_reasoning_ = false;  // the answer's reasoning is being printed
   std::string system_;
   nlohmann::ordered_json messages_;
 };
@@ -133,12 +171,22 @@ void register_chat_command(CLI::App& app) {
   command->add_option("--ctx-size", args->context_size, "Context size in tokens");
   add_kernels_option(command, args->kernels);
   add_speculative_options(command, args->speculative);
+  command
+      ->add_option("--chat-template-file", args->chat_template_file,
+                   "A Jinja chat template to use instead of the model's")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--reasoning-budget", args->reasoning_budget,
+                   "Reasoning tokens an answer may use before its think block is closed (-1: no "
+                   "limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1 << 30));
   command->callback([args] {
     const auto speculative = args->speculative.to_options();
     auto session = Session::open(
         resolve_model_argument(args->model),
         {args->context_size, parse_kernel_mode(args->kernels),
-         args->speculative.draft_directory_for(speculative)});
+         args->speculative.draft_directory_for(speculative), args->chat_template_file});
     install_interrupt_handler();
     Chat(*args, std::move(session)).run();
   });

@@ -7,7 +7,9 @@ namespace mlx_cpp {
 std::unique_ptr<Session> Session::open(const std::filesystem::path& directory,
                                        const SessionOptions& options) {
   std::unique_ptr<Session> session(new Session());
-  session->runtime_ = ModelRuntime::open(directory, {options.context_size, options.kernels});
+  RuntimeOptions runtime_options{options.context_size, options.kernels};
+  runtime_options.chat_template_file = options.chat_template_file;
+  session->runtime_ = ModelRuntime::open(directory, runtime_options);
   SchedulerOptions scheduling;
   scheduling.max_batch = 1;
   scheduling.prefill_batch = 1;

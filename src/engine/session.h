@@ -23,6 +23,8 @@ struct SessionOptions {
   // A model that drafts for requests asking for speculative decoding with
   // a draft model (same vocabulary).
   std::optional<std::filesystem::path> draft_model;
+  // A Jinja file that replaces the model's chat template.
+  std::filesystem::path chat_template_file;
 };
 
 class Session {

@@ -2,6 +2,19 @@
 
 namespace mlx_cpp {
 
+ThinkingBudget thinking_budget(const chat::OutputFormat& format, int tokens,
+                               std::string_view rendered_prompt) {
+  const auto markup = format.thinking_markup();
+  if (tokens < 0 || markup.empty()) return {};
+  ThinkingBudget budget;
+  budget.tokens = tokens;
+  budget.start = markup.start;
+  budget.end = markup.end;
+  budget.close = markup.close;
+  budget.starts_inside = chat::prompt_opens_reasoning(rendered_prompt, {markup.start, markup.end});
+  return budget;
+}
+
 ThinkingTracker::ThinkingTracker(ThinkingBudget budget)
     : budget_(std::move(budget)), state_(budget_.starts_inside ? State::inside : State::before) {
   if (state_ == State::inside && budget_.tokens == 0) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "chat/output_format.h"
+
 namespace mlx_cpp {
 
 struct ThinkingBudget {
@@ -15,6 +17,12 @@ struct ThinkingBudget {
   bool starts_inside = false;  // the prompt opened the block
   bool enabled() const { return tokens >= 0 && !end.empty() && !close.empty(); }
 };
+
+// A budget of `tokens` for an answer to `rendered_prompt`, in the markup
+// of the model's output format; disabled when tokens < 0 or the model does
+// not think.
+ThinkingBudget thinking_budget(const chat::OutputFormat& format, int tokens,
+                               std::string_view rendered_prompt);
 
 // Follows one sequence's text, token by token.
 class ThinkingTracker {

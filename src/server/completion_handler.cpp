@@ -179,21 +179,6 @@ chat::OutputParser answer_parser(const ServerConfig& config, const ModelInfo& mo
   return chat::OutputParser(model.output_format, std::move(options));
 }
 
-// The request's thinking_token_budget, else the server's; applied where
-// the model thinks in markup the engine can close.
-ThinkingBudget thinking_budget(const ServerConfig& config, const ModelInfo& model,
-                               const CompletionRequest& request, const RenderedPrompt& prompt) {
-  ThinkingBudget budget;
-  budget.tokens = request.thinking_budget.value_or(config.reasoning_budget);
-  const auto markup = model.output_format.thinking_markup();
-  if (budget.tokens < 0 || markup.empty()) return {};
-  budget.start = markup.start;
-  budget.end = markup.end;
-  budget.close = markup.close;
-  budget.starts_inside = chat::prompt_opens_reasoning(prompt.chat_text, {markup.start, markup.end});
-  return budget;
-}
-
 // Compiling on the HTTP thread keeps a slow or failing schema off the engine.
 std::shared_ptr<const grammar::CompiledGrammar> compile_request_grammar(
     const Backend& backend, const grammar::GrammarSpec& spec, const std::string& field) {
@@ -218,7 +203,10 @@ void serve_generation(RouteContext& context, httplib::Response& response, const 
   std::optional<chat::OutputParser> parser;
   if (request.endpoint == Endpoint::chat) {
     parser.emplace(answer_parser(context.config, model, request, prompt));
-    request.text.thinking = thinking_budget(context.config, model, request, prompt);
+    // The request's thinking_token_budget, else the server's.
+    request.text.thinking = thinking_budget(
+        model.output_format, request.thinking_budget.value_or(context.config.reasoning_budget),
+        prompt.chat_text);
   }
   auto shape = make_shape(request, std::move(parser), static_cast<int>(prompt.ids.size()));
   const ResponseOptions options{request.stream, request.include_usage, request.text.logprobs};

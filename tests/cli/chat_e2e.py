@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """`mlx-cpp chat` end to end on the default model: from a pipe (one message
-per line, /reset) and in a pseudo-terminal (Ctrl-C stops an answer but not
-the program, /exit quits). Exits non-zero on the first failed check."""
+per line, /reset), in a pseudo-terminal (Ctrl-C stops an answer but not
+the program, /exit quits), and with a chat template that opens a think
+block (reasoning shown apart, a budget ends it, the next turn carries the
+answer alone). Exits non-zero on the first failed check."""
 import os
 import pty
 import select
 import subprocess
 import sys
+import tempfile
 import time
 
 BINARY = sys.argv[1]
@@ -72,6 +75,32 @@ def terminal_mode():
     check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, "/exit ends with status 0")
 
 
+THINKING_TEMPLATE = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['role'] == 'assistant' and message.get('reasoning_content') %}"
+    "{{ '<think>\\n' + message['reasoning_content'] + '\\n</think>\\n\\n' }}{% endif %}"
+    "{{ message['content'] + '<|im_end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n<think>\\n' }}{% endif %}")
+
+
+def thinking_mode():
+    with tempfile.NamedTemporaryFile("w", suffix=".jinja") as template:
+        template.write(THINKING_TEMPLATE)
+        template.flush()
+        script = "Write a story about a cat.\nAnd about a dog?\n"
+        run = subprocess.run([BINARY, "chat", "--model", MODEL, "--max-tokens", "24",
+                              "--chat-template-file", template.name, "--reasoning-budget", "6"],
+                             input=script, capture_output=True, text=True, timeout=600)
+    check(run.returncode == 0, f"thinking chat exits 0 (stderr: {run.stderr[-300:]})")
+    turns = run.stdout.split("[thinking]\n")[1:]
+    check(len(turns) == 2, f"each answer starts with its reasoning ({run.stdout!r})")
+    for turn in turns:
+        reasoning, _, content = turn.partition("\n[/thinking]\n")
+        check(reasoning.strip() and content.strip() and "</think>" not in turn,
+              f"the budget closes the block and the answer follows apart ({turn!r})")
+
+
 if __name__ == "__main__":
     pipe_mode()
     terminal_mode()
+    thinking_mode()
