@@ -7,32 +7,20 @@
 #include "chat/tool_call_detection.h"
 #include "chat/tool_call_format.h"
 #include "format_check.h"
+#include "template_probe.h"
 
 namespace mlx_cpp::chat {
 namespace {
 
+using testing::calls_close_at_end;
 using testing::parse_checked;
+using testing::probe_rendering;
 
 const ToolCallFormat& command_r() {
   return tool_call_format("command_r");
 }
 const std::vector<std::string> kTools = {"get_weather", "search"};
 const char* kR7bTemplate = "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja";
-
-std::string probe_rendering(const std::string& template_file) {
-  std::ifstream in(std::string(MLX_CPP_TESTDATA) + "/chat-templates/" + template_file);
-  std::stringstream source;
-  source << in.rdbuf();
-  return render_probe_call(ChatTemplate(source.str()),
-                           {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
-}
-
-// With at_end nothing stays open: every call piece of the last scan is closed.
-bool calls_close_at_end(const ToolCallFormat& format, const std::string& text) {
-  for (const auto& piece : format.scan(text, 0, /*at_end=*/true, ToolContext{}).pieces)
-    if (piece.kind == PieceKind::call && !piece.closed) return false;
-  return true;
-}
 
 TEST(CommandRFormat, R7bPlanThenOneCall) {
   auto message = parse_checked(command_r(),

@@ -7,29 +7,24 @@
 #include "chat/tool_call_detection.h"
 #include "chat/tool_call_format.h"
 #include "format_check.h"
+#include "template_probe.h"
 
 namespace mlx_cpp::chat {
 namespace {
 
 using testing::parse_checked;
+using testing::read_test_template;
 
 const ToolCallFormat& deepseek() {
   return tool_call_format("deepseek_v3");
 }
 const std::vector<std::string> kTools = {"get_weather", "search"};
 
-std::string template_source(const std::string& template_file) {
-  std::ifstream in(std::string(MLX_CPP_TESTDATA) + "/chat-templates/" + template_file);
-  std::stringstream source;
-  source << in.rdbuf();
-  return source.str();
-}
-
 // What a template writes for the probe call. The R1 and V3.1 templates
 // join the arguments to their markup as a string, so they refuse the probe
 // (whose arguments are an object); they are given the arguments as JSON text.
 std::string rendered_call(const std::string& template_file, bool arguments_as_text) {
-  const ChatTemplate chat_template(template_source(template_file));
+  const ChatTemplate chat_template(read_test_template(template_file));
   nlohmann::ordered_json context = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
   if (!arguments_as_text) return render_probe_call(chat_template, context);
   auto messages = probe_messages();
@@ -200,8 +195,8 @@ TEST(DeepSeekV3Format, RendersItsTemplatesCallsOnly) {
   }
   // Where the probe is refused, detection reads the template's source.
   EXPECT_TRUE(
-      deepseek().renders(template_source("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja")));
-  EXPECT_TRUE(deepseek().renders(template_source("deepseek-ai-DeepSeek-V3.1.jinja")));
+      deepseek().renders(read_test_template("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja")));
+  EXPECT_TRUE(deepseek().renders(read_test_template("deepseek-ai-DeepSeek-V3.1.jinja")));
 
   EXPECT_FALSE(
       deepseek().renders("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "

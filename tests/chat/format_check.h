@@ -36,6 +36,24 @@ inline void add_delta(Message& message, const OutputDelta& delta) {
   }
 }
 
+// A function tool whose parameters are an object of these properties
+// (null: no parameters).
+inline nlohmann::ordered_json tool(const std::string& name, nlohmann::ordered_json properties) {
+  nlohmann::ordered_json function = {{"name", name}};
+  if (!properties.is_null())
+    function["parameters"] = {{"type", "object"}, {"properties", std::move(properties)}};
+  return {{"type", "function"}, {"function", std::move(function)}};
+}
+
+inline void expect_call(const Message& message, size_t index, const std::string& name,
+                        const std::string& arguments) {
+  ASSERT_LT(index, message.calls.size());
+  EXPECT_EQ(message.calls[index].name, name);
+  EXPECT_EQ(message.calls[index].arguments, arguments);
+  EXPECT_TRUE(nlohmann::ordered_json::accept(message.calls[index].arguments))
+      << message.calls[index].arguments;
+}
+
 inline nlohmann::ordered_json tools_named(const std::vector<std::string>& names) {
   auto tools = nlohmann::ordered_json::array();
   for (const auto& name : names)

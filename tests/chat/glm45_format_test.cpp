@@ -13,23 +13,20 @@
 #include "chat/tool_call_format.h"
 #include "format_check.h"
 #include "template/chat_template.h"
+#include "template_probe.h"
 
 namespace mlx_cpp::chat {
 namespace {
 
+using testing::expect_call;
 using testing::Message;
 using testing::parse_checked;
+using testing::read_test_template;
+using testing::tool;
 using Json = nlohmann::ordered_json;
 
 const ToolCallFormat& glm45() {
   return tool_call_format("glm45");
-}
-
-Json tool(const std::string& name, Json properties) {
-  Json function = {{"name", name}};
-  if (!properties.is_null())
-    function["parameters"] = {{"type", "object"}, {"properties", std::move(properties)}};
-  return {{"type", "function"}, {"function", std::move(function)}};
 }
 
 ToolContext tools() {
@@ -46,14 +43,6 @@ ToolContext tools() {
 
 Message parse(const std::string& text) {
   return parse_checked(glm45(), text, tools());
-}
-
-void expect_call(const Message& message, size_t index, const std::string& name,
-                 const std::string& arguments) {
-  ASSERT_LT(index, message.calls.size());
-  EXPECT_EQ(message.calls[index].name, name);
-  EXPECT_EQ(message.calls[index].arguments, arguments);
-  EXPECT_TRUE(Json::accept(message.calls[index].arguments)) << message.calls[index].arguments;
 }
 
 std::string weather_call(const std::string& city) {
@@ -192,13 +181,6 @@ TEST(Glm45Format, OneCallWhenParallelCallsAreOff) {
   EXPECT_EQ(message.calls[0].arguments, R"({"city": "A"})");
 }
 
-std::string read_template(const std::string& name) {
-  std::ifstream file(std::string(MLX_CPP_TESTDATA) + "/chat-templates/" + name);
-  std::stringstream source;
-  source << file.rdbuf();
-  return source.str();
-}
-
 TEST(Glm45Format, RecognisesItsTemplatesRenderingsAndNoOther) {
   // glm_4_5's whitespace control leaves no newlines around the pairs (as jinja2 renders it too).
   const std::vector<std::pair<std::string, std::string>> templates = {
@@ -208,7 +190,7 @@ TEST(Glm45Format, RecognisesItsTemplatesRenderingsAndNoOther) {
        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
        "</tool_call>"}};
   for (const auto& [name, call] : templates) {
-    const std::string source = read_template(name);
+    const std::string source = read_test_template(name);
     ASSERT_FALSE(source.empty()) << name;
     const std::string rendered = render_probe_call(ChatTemplate(source), Json::object());
     EXPECT_NE(rendered.find(call), std::string::npos) << name << ": " << rendered;

@@ -9,24 +9,18 @@
 #include "chat/tool_call_detection.h"
 #include "chat/tool_call_format.h"
 #include "format_check.h"
+#include "template_probe.h"
 
 namespace mlx_cpp::chat {
 namespace {
 
 using testing::parse_checked;
+using testing::probe_rendering;
 
 const ToolCallFormat& pythonic() {
   return tool_call_format("pythonic");
 }
 const std::vector<std::string> kTools = {"get_weather", "search"};
-
-std::string probe_rendering(const std::string& template_file) {
-  std::ifstream in(std::string(MLX_CPP_TESTDATA) + "/chat-templates/" + template_file);
-  std::stringstream source;
-  source << in.rdbuf();
-  return render_probe_call(ChatTemplate(source.str()),
-                           {{"bos_token", "<s>"}, {"eos_token", "</s>"}});
-}
 
 void expect_same_json(const std::string& actual, const std::string& expected) {
   EXPECT_EQ(nlohmann::json::parse(actual), nlohmann::json::parse(expected)) << actual;

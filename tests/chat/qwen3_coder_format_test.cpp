@@ -13,23 +13,20 @@
 #include "chat/tool_call_format.h"
 #include "format_check.h"
 #include "template/chat_template.h"
+#include "template_probe.h"
 
 namespace mlx_cpp::chat {
 namespace {
 
+using testing::expect_call;
 using testing::Message;
 using testing::parse_checked;
+using testing::read_test_template;
+using testing::tool;
 using Json = nlohmann::ordered_json;
 
 const ToolCallFormat& qwen3_coder() {
   return tool_call_format("qwen3_coder");
-}
-
-Json tool(const std::string& name, Json properties) {
-  Json function = {{"name", name}};
-  if (!properties.is_null())
-    function["parameters"] = {{"type", "object"}, {"properties", std::move(properties)}};
-  return {{"type", "function"}, {"function", std::move(function)}};
 }
 
 ToolContext tools() {
@@ -51,14 +48,6 @@ ToolContext tools() {
 
 Message parse(const std::string& text) {
   return parse_checked(qwen3_coder(), text, tools());
-}
-
-void expect_call(const Message& message, size_t index, const std::string& name,
-                 const std::string& arguments) {
-  ASSERT_LT(index, message.calls.size());
-  EXPECT_EQ(message.calls[index].name, name);
-  EXPECT_EQ(message.calls[index].arguments, arguments);
-  EXPECT_TRUE(Json::accept(message.calls[index].arguments)) << message.calls[index].arguments;
 }
 
 std::string weather_call(const std::string& city) {
@@ -242,16 +231,9 @@ TEST(Qwen3CoderFormat, OneCallWhenParallelCallsAreOff) {
   EXPECT_EQ(message.calls[0].arguments, R"({"city": "A"})");
 }
 
-std::string read_template(const std::string& name) {
-  std::ifstream file(std::string(MLX_CPP_TESTDATA) + "/chat-templates/" + name);
-  std::stringstream source;
-  source << file.rdbuf();
-  return source.str();
-}
-
 TEST(Qwen3CoderFormat, RecognisesItsTemplatesRenderingAndNoOther) {
   // StepFun 3.7 writes calls as Qwen3-Coder does.
-  const std::string source = read_template("StepFun3.7-Flash.jinja");
+  const std::string source = read_test_template("StepFun3.7-Flash.jinja");
   ASSERT_FALSE(source.empty());
   const std::string rendered =
       render_probe_call(ChatTemplate(source), {{"bos_token", ""}, {"eos_token", ""}});

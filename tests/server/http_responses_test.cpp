@@ -8,24 +8,11 @@
 
 #include <algorithm>
 
+#include "agent_scripts.h"
 #include "server_fixture.h"
 
 namespace mlx_cpp::server::testing {
 namespace {
-
-const std::string kThinkingCall =
-    "<think>\nThe user wants weather.\n</think>\n\nLet me look.\n<tool_call>\n{\"name\": "
-    "\"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-
-FakeScript hermes_thinker(const std::string& reply) {
-  FakeScript script;
-  script.reply = reply;
-  script.context_size = 4096;
-  script.output_format.tool_calls = &chat::tool_call_format("hermes");
-  script.output_format.tool_calls_from_template = true;
-  script.output_format.reasoning = {"<think>", "</think>"};
-  return script;
-}
 
 Json weather_tool() {
   return {{"type", "function"},
@@ -43,35 +30,6 @@ Json response_body(Json extra = Json::object()) {
 Json with_tools(Json extra = Json::object()) {
   extra["tools"] = Json::array({weather_tool()});
   return response_body(std::move(extra));
-}
-
-struct Event {
-  std::string name;
-  Json data;
-};
-
-// "event: NAME\ndata: JSON\n\n" frames, each data's type the event's name.
-std::vector<Event> named_events(const std::string& body) {
-  std::vector<Event> events;
-  size_t start = 0;
-  while (start < body.size()) {
-    size_t end = body.find("\n\n", start);
-    if (end == std::string::npos) break;
-    const std::string frame = body.substr(start, end - start);
-    start = end + 2;
-    const size_t newline = frame.find('\n');
-    EXPECT_EQ(frame.rfind("event: ", 0), 0u) << frame;
-    EXPECT_EQ(frame.compare(newline + 1, 6, "data: "), 0) << frame;
-    events.push_back({frame.substr(7, newline - 7), Json::parse(frame.substr(newline + 7))});
-    EXPECT_EQ(events.back().data["type"], events.back().name);
-  }
-  return events;
-}
-
-std::vector<std::string> names_of(const std::vector<Event>& events) {
-  std::vector<std::string> names;
-  for (const auto& event : events) names.push_back(event.name);
-  return names;
 }
 
 // The output items a stream adds up to, checking sequence numbers, output

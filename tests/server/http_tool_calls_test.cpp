@@ -5,24 +5,11 @@
 // reasoning_effort), with 400s that say what to fix.
 #include <gtest/gtest.h>
 
+#include "agent_scripts.h"
 #include "server_fixture.h"
 
 namespace mlx_cpp::server::testing {
 namespace {
-
-const std::string kThinkingCall =
-    "<think>\nThe user wants weather.\n</think>\n\nLet me look.\n<tool_call>\n{\"name\": "
-    "\"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-
-FakeScript thinking_caller(const std::string& reply = kThinkingCall) {
-  FakeScript script;
-  script.reply = reply;
-  script.context_size = 4096;
-  script.output_format.tool_calls = &chat::tool_call_format("hermes");
-  script.output_format.tool_calls_from_template = true;
-  script.output_format.reasoning = {"<think>", "</think>"};
-  return script;
-}
 
 Json weather_tools() {
   return Json::array(
@@ -71,7 +58,7 @@ Json reassemble(const std::vector<Json>& events) {
 }
 
 TEST(HttpToolCalls, WholeAnswerSplitsReasoningContentAndCalls) {
-  ServerFixture server(thinking_caller());
+  ServerFixture server(hermes_thinker(kThinkingCall));
   auto result = server.post("/v1/chat/completions", ask_weather());
   ASSERT_EQ(result->status, 200) << result->body;
   auto body = Json::parse(result->body);
@@ -94,7 +81,7 @@ TEST(HttpToolCalls, WholeAnswerSplitsReasoningContentAndCalls) {
 }
 
 TEST(HttpToolCalls, StreamAddsUpToTheWholeAnswer) {
-  ServerFixture server(thinking_caller());
+  ServerFixture server(hermes_thinker(kThinkingCall));
   auto whole = Json::parse(server.post("/v1/chat/completions", ask_weather())->body);
   auto result = server.post("/v1/chat/completions", ask_weather({{"stream", true}}));
   ASSERT_EQ(result->status, 200);
@@ -109,7 +96,7 @@ TEST(HttpToolCalls, StreamAddsUpToTheWholeAnswer) {
 }
 
 TEST(HttpToolCalls, WithoutToolsTheMarkupIsContent) {
-  ServerFixture server(thinking_caller());
+  ServerFixture server(hermes_thinker(kThinkingCall));
   auto body = Json::parse(server.post("/v1/chat/completions", chat_body("hi"))->body);
   const auto& message = body["choices"][0]["message"];
   EXPECT_EQ(message["reasoning_content"], "The user wants weather.");
@@ -119,7 +106,7 @@ TEST(HttpToolCalls, WithoutToolsTheMarkupIsContent) {
 }
 
 TEST(HttpToolCalls, ToolChoiceNoneKeepsToolsFromTheTemplate) {
-  ServerFixture server(thinking_caller());
+  ServerFixture server(hermes_thinker(kThinkingCall));
   auto body = Json::parse(
       server.post("/v1/chat/completions", ask_weather({{"tool_choice", "none"}}))->body);
   EXPECT_TRUE(server.backend().last_render()["tools"].is_null());
@@ -130,7 +117,7 @@ TEST(HttpToolCalls, ParallelToolCallsFalseKeepsTheFirstCall) {
   const std::string two =
       "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>"
       "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}</tool_call>";
-  ServerFixture server(thinking_caller(two));
+  ServerFixture server(hermes_thinker(two));
   auto both = Json::parse(server.post("/v1/chat/completions", ask_weather())->body);
   EXPECT_EQ(both["choices"][0]["message"]["tool_calls"].size(), 2u);
   auto one = Json::parse(
@@ -145,14 +132,14 @@ TEST(HttpToolCalls, ParallelToolCallsFalseKeepsTheFirstCall) {
 TEST(HttpToolCalls, ReasoningFormatNoneLeavesTheBlockInContent) {
   ServerConfig config;
   config.parse_reasoning = false;
-  ServerFixture server(thinking_caller("<think>hm</think>Hi."), config);
+  ServerFixture server(hermes_thinker("<think>hm</think>Hi."), config);
   auto body = Json::parse(server.post("/v1/chat/completions", chat_body("hi"))->body);
   EXPECT_EQ(body["choices"][0]["message"]["content"], "<think>hm</think>Hi.");
   EXPECT_FALSE(body["choices"][0]["message"].contains("reasoning_content"));
 }
 
 TEST(HttpToolCalls, ReasoningEffortReachesTheTemplate) {
-  ServerFixture server(thinking_caller("Hi."));
+  ServerFixture server(hermes_thinker("Hi."));
   server.post("/v1/chat/completions", chat_body("hi", {{"reasoning_effort", "none"}}));
   auto kwargs = server.backend().last_render()["kwargs"];
   EXPECT_EQ(kwargs["enable_thinking"], false);
@@ -166,7 +153,7 @@ TEST(HttpToolCalls, ReasoningEffortReachesTheTemplate) {
 }
 
 TEST(HttpToolCalls, HistoryWithCallsAndResultsReachesTheTemplate) {
-  ServerFixture server(thinking_caller("It is sunny."));
+  ServerFixture server(hermes_thinker("It is sunny."));
   Json body = ask_weather();
   body["messages"].push_back(
       {{"role", "assistant"},
@@ -186,7 +173,7 @@ TEST(HttpToolCalls, HistoryWithCallsAndResultsReachesTheTemplate) {
 }
 
 TEST(HttpToolCalls, MistralTemplatesGetNineLetterIds) {
-  FakeScript script = thinking_caller("ok");
+  FakeScript script = hermes_thinker("ok");
   script.output_format.tool_calls = &chat::tool_call_format("mistral");
   ServerFixture server(script);
   Json body = ask_weather();
@@ -205,7 +192,7 @@ TEST(HttpToolCalls, MistralTemplatesGetNineLetterIds) {
 }
 
 TEST(HttpToolCalls, BadToolFieldsAre400sThatSayWhatToFix) {
-  ServerFixture server(thinking_caller());
+  ServerFixture server(hermes_thinker(kThinkingCall));
   auto expect_400 = [&](Json body, const std::string& words) {
     auto result = server.post("/v1/chat/completions", body);
     ASSERT_EQ(result->status, 400) << body.dump();
@@ -244,7 +231,7 @@ namespace mlx_cpp::server::testing {
 namespace {
 
 TEST(HttpToolCalls, ForcedCallsNeedAFormatAGrammarCanWrite) {
-  FakeScript script = thinking_caller("ok");
+  FakeScript script = hermes_thinker("ok");
   // --tool-call-format none: answers are not parsed for calls, so none
   // can be forced.
   script.output_format.tool_calls = nullptr;
