@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <mlx/ops.h>
 #include <mlx/transforms.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -73,8 +74,9 @@ struct Vocabulary {
 Vocabulary& vocabulary() {
   static Vocabulary built = [] {
     const auto model = resolve_model_path("smollm2-135m-instruct");
-    const auto directory =
-        std::filesystem::path(MLX_CPP_BINARY_DIR) / "tests" / "grammar" / "marked_tokenizer";
+    // One directory per process: the test runner starts the tests in parallel.
+    const auto directory = std::filesystem::temp_directory_path() /
+                           ("mlx_cpp_marked_tokenizer_" + std::to_string(getpid()));
     std::filesystem::create_directories(directory);
     std::filesystem::copy_file(model / "tokenizer_config.json", directory / "tokenizer_config.json",
                                std::filesystem::copy_options::overwrite_existing);
@@ -96,6 +98,7 @@ Vocabulary& vocabulary() {
     std::ofstream(directory / "tokenizer.json") << tokenizer_json.dump();
     Vocabulary result;
     result.tokenizer = Tokenizer::from_directory(directory);
+    std::filesystem::remove_all(directory);
     result.size = next;
     result.eos = *result.tokenizer->eos_token_id();
     std::unordered_set<int> markers;
