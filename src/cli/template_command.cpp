@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/model_argument.h"
 #include "io/error.h"
+#include "io/json_depth.h"
 #include "template/chat_template.h"
 #include "template/model_chat_template.h"
 
@@ -27,6 +28,7 @@ std::string read_text(const std::filesystem::path& path) {
 
 // Ordered parsing keeps the key order of tool schemas, which tojson shows.
 Json parse_json(const std::string& text, const std::string& what) {
+  check_json_depth(text, "template: " + what);
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& error) {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "io/error.h"
+#include "io/json_depth.h"
 
 namespace mlx_cpp {
 
@@ -12,8 +13,10 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   if (!stream) throw Error("cannot open " + path.string());
   std::stringstream buffer;
   buffer << stream.rdbuf();
+  const std::string text = buffer.str();
+  check_json_depth(text, path.string());
   try {
-    return nlohmann::json::parse(buffer.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& error) {
     throw Error("malformed JSON in " + path.string() + ": " + error.what());
   }

@@ -1,13 +1,14 @@
 #include "io/safetensors_file.h"
 
+#include <mlx/io.h>
+
 #include <algorithm>
 #include <fstream>
 #include <limits>
-
-#include <mlx/io.h>
 #include <nlohmann/json.hpp>
 
 #include "io/error.h"
+#include "io/json_depth.h"
 
 namespace mlx_cpp {
 namespace {
@@ -15,9 +16,9 @@ namespace {
 // Bytes per element of the dtypes MLX can load from safetensors.
 uint64_t dtype_size(const std::string& dtype) {
   static const std::unordered_map<std::string, uint64_t> sizes = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},   {"U16", 2},  {"I16", 2},  {"F16", 2},
-      {"BF16", 2}, {"U32", 4}, {"I32", 4},  {"F32", 4},  {"U64", 8},  {"I64", 8},
-      {"F64", 8},  {"C64", 8}, {"F8_E4M3", 1}};
+      {"BOOL", 1}, {"U8", 1},   {"I8", 1},  {"U16", 2}, {"I16", 2},
+      {"F16", 2},  {"BF16", 2}, {"U32", 4}, {"I32", 4}, {"F32", 4},
+      {"U64", 8},  {"I64", 8},  {"F64", 8}, {"C64", 8}, {"F8_E4M3", 1}};
   auto found = sizes.find(dtype);
   return found == sizes.end() ? 0 : found->second;
 }
@@ -55,8 +56,7 @@ SafetensorsTensorInfo parse_tensor_entry(const std::string& file, const std::str
   if (elements > std::numeric_limits<uint64_t>::max() / element_size ||
       info.end - info.begin != elements * element_size)
     throw Error(where + " holds " + std::to_string(info.end - info.begin) +
-                " bytes but its shape and dtype need " +
-                std::to_string(elements * element_size));
+                " bytes but its shape and dtype need " + std::to_string(elements * element_size));
   return info;
 }
 
@@ -81,6 +81,7 @@ SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
   std::string text(header_length, '\0');
   if (!stream.read(text.data(), static_cast<std::streamsize>(header_length)))
     throw Error("safetensors " + file + ": cannot read the header");
+  check_json_depth(text, "safetensors " + file + ": the header");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(text);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "io/json_depth.h"
 #include "server/api_error.h"
 
 namespace mlx_cpp::server {
@@ -80,6 +81,11 @@ nlohmann::ordered_json optional_object(const nlohmann::ordered_json& body,
 
 nlohmann::ordered_json parse_json_body(const std::string& text) {
   nlohmann::ordered_json body;
+  try {
+    check_json_depth(text, "the request body");
+  } catch (const Error& error) {
+    throw invalid_request(error.what());
+  }
   try {
     body = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::ordered_json::parse_error& error) {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "io/error.h"
+#include "io/json_depth.h"
 
 namespace mlx_cpp {
 namespace {
@@ -19,8 +20,10 @@ std::string read_text(const std::filesystem::path& path) {
 }
 
 Json read_config(const std::filesystem::path& path) {
+  const std::string text = read_text(path);
+  check_json_depth(text, "chat template: " + path.string());
   try {
-    return Json::parse(read_text(path));
+    return Json::parse(text);
   } catch (const Json::parse_error& error) {
     throw Error("chat template: " + path.string() + " is not valid JSON (" + error.what() + ")");
   }

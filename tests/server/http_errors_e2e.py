@@ -129,6 +129,14 @@ def main():
                     "messages")
         check_error(checks, "huge body",
                     post("/v1/chat/completions", json.dumps({**CHAT, "pad": "x" * 200_000})), 413)
+        # 15,000 levels in 30 KB: deep enough to overflow the stack where JSON
+        # becomes template values, were it let in.
+        deep = "[" * 15000 + "]" * 15000
+        check_error(checks, "JSON nested too deep",
+                    post("/v1/chat/completions",
+                         '{"messages": [{"role": "user", "content": "hi"}], '
+                         '"chat_template_kwargs": {"x": ' + deep + '}}'), 400)
+        still_serving(checks, server, "a body nested too deep")
         check_error(checks, "unknown route", server.request("GET", "/v1/engines", headers=AUTH),
                     404)
         long_prompt = {"messages": [{"role": "user", "content": "word " * 400}]}

@@ -43,6 +43,48 @@ TEST(HttpRoutes, MalformedJsonIs400) {
   expect_still_serving(server);
 }
 
+// Nested arrays `depth` deep, as JSON text.
+std::string nested(int depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+TEST(HttpRoutes, JsonNestedTooDeepIs400) {
+  ServerFixture server;
+  // Deep enough to overflow the stack converting it to template values.
+  for (const std::string field : {"chat_template_kwargs", "messages", "logit_bias", "tools"}) {
+    const std::string body =
+        "{\"model\": \"fake-model\", \"" + field + "\": " + nested(15000) + "}";
+    auto result = server.client().Post("/v1/chat/completions", body, "application/json");
+    expect_error_body(result, 400, "invalid_request_error");
+    EXPECT_NE(result->body.find("nests deeper than 128 levels"), std::string::npos) << result->body;
+  }
+  // JSON text inside the body: a call's arguments, a schema.
+  Json history = {{{"role", "user"}, {"content", "hi"}},
+                  {{"role", "assistant"},
+                   {"content", ""},
+                   {"tool_calls",
+                    {{{"id", "call_1"},
+                      {"type", "function"},
+                      {"function", {{"name", "f"}, {"arguments", nested(15000)}}}}}}}};
+  auto result =
+      server.post("/v1/chat/completions", {{"model", "fake-model"}, {"messages", history}});
+  expect_error_body(result, 400, "invalid_request_error");
+  EXPECT_EQ(Json::parse(result->body)["error"]["param"],
+            "messages[1].tool_calls[0].function.arguments");
+  result = server.post(
+      "/v1/chat/completions",
+      chat_body("hi", {{"response_format",
+                        {{"type", "json_schema"},
+                         {"json_schema", {{"name", "x"}, {"schema", nested(15000)}}}}}}));
+  expect_error_body(result, 400, "invalid_request_error");
+  // 128 levels is allowed (and still malformed here for other reasons, or fine).
+  result =
+      server.post("/v1/chat/completions",
+                  chat_body("hi", {{"chat_template_kwargs", {{"x", Json::parse(nested(100))}}}}));
+  EXPECT_EQ(result->status, 200) << result->body;
+  expect_still_serving(server);
+}
+
 TEST(HttpRoutes, WrongTypesAre400NamingTheParam) {
   ServerFixture server;
   auto result = server.post("/v1/chat/completions", chat_body("hi", {{"temperature", "x"}}));
