@@ -1,5 +1,6 @@
 #pragma once
-// SHA-256 (FIPS 180-4) of a file, streamed; used to verify pulled weights.
+// SHA-256 of a file, streamed (OpenSSL's libcrypto); used to verify pulled
+// weights.
 #include <cstdint>
 #include <filesystem>
 #include <span>
