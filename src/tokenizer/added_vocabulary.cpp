@@ -15,6 +15,9 @@ AddedToken parse_added_token(const nlohmann::json& entry, size_t index) {
     throw Error("[tokenizer.json] added_tokens[" + std::to_string(index) +
                 "] needs an integer 'id' and a string 'content'");
   }
+  if (entry["id"].get<int64_t>() < 0 || entry["id"].get<int64_t>() > kMaxTokenId)
+    throw Error("[tokenizer.json] added_tokens[" + std::to_string(index) + "] has invalid id " +
+                entry["id"].dump() + " (ids run from 0 to " + std::to_string(kMaxTokenId) + ")");
   AddedToken token;
   token.id = entry["id"].get<TokenId>();
   token.content = entry["content"].get<std::string>();

@@ -73,13 +73,15 @@ BpeModel::BpeModel(const nlohmann::json& spec) {
 void BpeModel::load_vocab(const nlohmann::json& vocab) {
   vocab_.reserve(vocab.size());
   for (const auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      throw Error("[tokenizer.json] BPE vocab entry '" + token + "' has invalid id " + id.dump());
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > kMaxTokenId) {
+      throw Error("[tokenizer.json] BPE vocab entry '" + token + "' has invalid id " + id.dump() +
+                  " (ids run from 0 to " + std::to_string(kMaxTokenId) + ")");
     }
     vocab_.emplace(token, id.get<TokenId>());
   }
   for (const auto& [token, id] : vocab_) {
-    if (static_cast<size_t>(id) >= id_to_token_.size()) id_to_token_.resize(id + 1, nullptr);
+    if (static_cast<size_t>(id) >= id_to_token_.size())
+      id_to_token_.resize(static_cast<size_t>(id) + 1, nullptr);
     id_to_token_[id] = &token;
   }
 }

@@ -15,6 +15,10 @@
 namespace mlx_cpp {
 
 using TokenId = int32_t;
+// The largest id a tokenizer file may use. Ids index tables as long as the
+// largest id: no real vocabulary comes near 2^24 (16.7M) tokens, and a
+// larger id would make those tables gigabytes.
+inline constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
 
 class Tokenizer {
  public:

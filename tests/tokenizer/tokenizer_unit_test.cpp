@@ -74,6 +74,14 @@ TEST(Tokenizer, MalformedFieldsAreErrors) {
   json = tiny_tokenizer_json();
   json["added_tokens"] = {{{"content", "<x>"}}};
   expect_load_error(json, "added_tokens[0]");
+  // An id past any real vocabulary would size the id table to gigabytes
+  // (and 2^31 - 1 overflowed it).
+  json = tiny_tokenizer_json();
+  json["model"]["vocab"]["far"] = 2147483647;
+  expect_load_error(json, "invalid id 2147483647");
+  json = tiny_tokenizer_json();
+  json["added_tokens"] = {{{"id", -1}, {"content", "<x>"}}};
+  expect_load_error(json, "added_tokens[0] has invalid id -1");
 }
 
 TEST(Tokenizer, EncodesWithMergesAndDecodes) {
