@@ -23,12 +23,20 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
 }
 
 void write_json_file(const std::filesystem::path& path, const nlohmann::json& value, int indent) {
+  std::string text;
+  try {
+    text = value.dump(indent);
+  } catch (const nlohmann::json::type_error& error) {
+    // Strings from a model file (GGUF metadata) that are not UTF-8.
+    throw Error("cannot write " + path.string() + ": a string in it is not valid UTF-8 (" +
+                error.what() + ")");
+  }
   auto temporary = path;
   temporary += ".tmp";
   {
     std::ofstream stream(temporary, std::ios::binary | std::ios::trunc);
     if (!stream) throw Error("cannot write " + temporary.string());
-    stream << value.dump(indent) << '\n';
+    stream << text << '\n';
     if (!stream.flush()) throw Error("cannot write " + temporary.string());
   }
   std::filesystem::rename(temporary, path);

@@ -1,12 +1,13 @@
-// The JSON nesting limit: its measure, and model files that exceed it.
-#include "io/json_depth.h"
+// JSON files: the nesting limit (its measure, and model files that exceed
+// it), and strings that cannot be written.
+#include "io/json_file.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "io/json_file.h"
+#include "io/json_depth.h"
 
 namespace mlx_cpp {
 namespace {
@@ -49,6 +50,19 @@ TEST(JsonDepth, ADeepModelFileIsAnErrorNamingIt) {
         << error.what();
   }
   std::filesystem::remove(path);
+}
+
+TEST(JsonFile, AStringThatIsNotUtf8IsAnErrorNamingTheFile) {
+  const auto path = std::filesystem::temp_directory_path() / "mlx_cpp_not_utf8.json";
+  try {
+    write_json_file(path, {{"name", "caf\xE9"}});  // Latin-1, as GGUF metadata may hold
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(path.string() + ": a string in it is not valid UTF-8"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 }  // namespace
