@@ -85,7 +85,9 @@ Value Interpreter::evaluate_node(const Expression& expression,
       }
       if (expression.kind == Kind::Plus)
         return operand.is_boolean() ? Value(operand.as_integer()) : operand;
-      return operand.is_float() ? Value(-operand.as_double()) : Value(-operand.as_integer());
+      if (operand.is_float()) return Value(-operand.as_double());
+      // 0 - x: checked, as -INT64_MIN does not fit.
+      return arithmetic("-", Value(int64_t{0}), Value(operand.as_integer()));
     }
     case Kind::Binary:
       return evaluate_binary(expression, frame);

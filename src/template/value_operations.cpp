@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "template/builtins.h"
 #include "template/python_text.h"
@@ -15,11 +16,41 @@ namespace {
                         "' and '" + right.type_name() + "'");
 }
 
+// Python's integers do not overflow; ours are 64 bits. Where Python's
+// result does not fit, the template fails (never C++'s undefined
+// behaviour, nor a SIGFPE on INT64_MIN // -1).
+[[noreturn]] void overflow(const std::string& op) {
+  throw TemplateFailure("integer overflow: the result of " + op + " does not fit in 64 bits");
+}
+
 // Python's floor division and modulo round towards negative infinity.
 int64_t floor_divide(int64_t a, int64_t b) {
+  if (b == -1) {
+    if (a == std::numeric_limits<int64_t>::min()) overflow("//");
+    return -a;
+  }
   int64_t quotient = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --quotient;
   return quotient;
+}
+
+int64_t floor_modulo(int64_t a, int64_t b) {
+  if (b == -1) return 0;
+  return a - floor_divide(a, b) * b;
+}
+
+// a ** b for b >= 0, by squaring: a huge exponent takes 64 steps, not 2^63.
+int64_t power(int64_t a, int64_t b) {
+  if (a == 0) return b == 0 ? 1 : 0;
+  if (a == 1) return 1;
+  if (a == -1) return b % 2 == 0 ? 1 : -1;
+  int64_t result = 1;
+  while (b > 0) {
+    if ((b & 1) && __builtin_mul_overflow(result, a, &result)) overflow("**");
+    b >>= 1;
+    if (b > 0 && __builtin_mul_overflow(a, a, &a)) overflow("**");
+  }
+  return result;
 }
 
 Value repeat(const Value& sequence, int64_t count) {
@@ -58,13 +89,20 @@ Value numeric(const std::string& op, const Value& left, const Value& right) {
   }
   int64_t a = left.as_integer();
   int64_t b = right.as_integer();
-  if (op == "+") return Value(a + b);
-  if (op == "-") return Value(a - b);
-  if (op == "*") return Value(a * b);
-  if (op == "//") return Value(floor_divide(a, b));
-  if (op == "%") return Value(a - floor_divide(a, b) * b);
-  int64_t result = 1;
-  for (int64_t i = 0; i < b; ++i) result *= a;
+  int64_t result = 0;
+  if (op == "+") {
+    if (__builtin_add_overflow(a, b, &result)) overflow(op);
+  } else if (op == "-") {
+    if (__builtin_sub_overflow(a, b, &result)) overflow(op);
+  } else if (op == "*") {
+    if (__builtin_mul_overflow(a, b, &result)) overflow(op);
+  } else if (op == "//") {
+    result = floor_divide(a, b);
+  } else if (op == "%") {
+    result = floor_modulo(a, b);
+  } else {
+    result = power(a, b);
+  }
   return Value(result);
 }
 

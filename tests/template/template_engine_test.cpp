@@ -88,6 +88,26 @@ TEST(TemplateLimits, LoopIterationsAreBounded) {
   EXPECT_NE(message.find("loop iterations"), std::string::npos) << message;
 }
 
+std::string rendered(const std::string& source) {
+  return ChatTemplate(source).render_raw(Json::object());
+}
+
+TEST(TemplateLimits, IntegerArithmeticIsPythonsOrAnError) {
+  // Python's results where they fit in 64 bits.
+  EXPECT_EQ(rendered("{{ 7 // -2 }} {{ 7 % -2 }} {{ -7 % 3 }} {{ 5 % -1 }}"), "-4 -1 2 0");
+  EXPECT_EQ(rendered("{{ (-9223372036854775807 - 1) % -1 }}"), "0");
+  EXPECT_EQ(rendered("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 3 ** 0 }}"),
+            "4611686018427387904 -9223372036854775808 1");
+  EXPECT_EQ(rendered("{{ 1 ** 9223372036854775807 }} {{ (-1) ** 9223372036854775807 }}"), "1 -1");
+  // Where they do not: an error, not a SIGFPE, a wrapped value or no end.
+  for (const std::string expression :
+       {"(-9223372036854775807 - 1) // -1", "9223372036854775807 + 1", "-9223372036854775807 - 2",
+        "4611686018427387904 * 2", "2 ** 63", "2 ** 9223372036854775807"}) {
+    const auto message = error_of("{{ " + expression + " }}");
+    EXPECT_NE(message.find("integer overflow"), std::string::npos) << expression << ": " << message;
+  }
+}
+
 TEST(TemplateLimits, DeeplyNestedExpressionIsRejectedNotCrashing) {
   std::string source = "{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}";
   EXPECT_NE(error_of(source).find("nested too deeply"), std::string::npos);
