@@ -1,6 +1,7 @@
 // jinja2's filters over sequences and mappings: first/last, join, map,
 // select/reject(attr), sort, dictsort, unique, min/max, sum, batch, slice.
 #include <algorithm>
+#include <charconv>
 #include <unordered_map>
 
 #include "template/builtins.h"
@@ -282,8 +283,11 @@ Value get_attribute_path(const Value& object, const std::string& attribute) {
   Value current = object;
   for (const std::string& part : python_split(attribute, std::string("."), -1)) {
     bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-    current = numeric ? get_item(current, Value(static_cast<int64_t>(std::stoll(part))))
-                      : get_item(current, Value(part));
+    int64_t index = 0;
+    // A number too large for an index indexes nothing.
+    if (numeric && std::from_chars(part.data(), part.data() + part.size(), index).ec != std::errc())
+      return Value::undefined("no item " + part);
+    current = numeric ? get_item(current, Value(index)) : get_item(current, Value(part));
     if (current.is_undefined()) return current;
   }
   return current;

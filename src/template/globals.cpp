@@ -27,14 +27,27 @@ Value range_function(const CallArguments& arguments) {
   int64_t stop = values.size() == 1 ? values[0].as_integer() : values[1].as_integer();
   int64_t step = values.size() == 3 ? values[2].as_integer() : 1;
   if (step == 0) throw TemplateFailure("range() arg 3 must not be zero");
-  int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
-                           : (start > stop ? (start - stop - step - 1) / -step : 0);
-  if (count > kMaxRange) {
+  // Counted in unsigned arithmetic: stop - start may not fit in 64 signed
+  // bits (range(-2**63, 2**63 - 1)).
+  uint64_t count = 0;
+  if (step > 0 && stop > start)
+    count = (static_cast<uint64_t>(stop) - static_cast<uint64_t>(start) - 1) /
+                static_cast<uint64_t>(step) +
+            1;
+  if (step < 0 && start > stop)
+    count = (static_cast<uint64_t>(start) - static_cast<uint64_t>(stop) - 1) /
+                (uint64_t{0} - static_cast<uint64_t>(step)) +
+            1;
+  if (count > static_cast<uint64_t>(kMaxRange)) {
     throw TemplateFailure("Range too big. The sandbox blocks ranges larger than MAX_RANGE (" +
                           std::to_string(kMaxRange) + ").");
   }
   std::vector<Value> items;
-  for (int64_t i = 0; i < count; ++i) items.emplace_back(start + i * step);
+  int64_t value = start;
+  for (uint64_t i = 0; i < count; ++i) {
+    items.emplace_back(value);
+    if (i + 1 < count) value += step;  // the next item lies between start and stop
+  }
   return Value::list(std::move(items));
 }
 

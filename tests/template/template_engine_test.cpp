@@ -108,6 +108,19 @@ TEST(TemplateLimits, IntegerArithmeticIsPythonsOrAnError) {
   }
 }
 
+TEST(TemplateLimits, RangesAndIndexesAtTheEdgesOf64Bits) {
+  EXPECT_EQ(rendered("{{ range(9223372036854775806, 9223372036854775807) | list }}"),
+            "[9223372036854775806]");
+  EXPECT_EQ(rendered("{{ range(0, -9223372036854775807 - 1, -4611686018427387904) | list }}"),
+            "[0, -4611686018427387904]");
+  EXPECT_NE(error_of("{{ range(-9223372036854775807 - 1, 9223372036854775807) | length }}")
+                .find("Range too big"),
+            std::string::npos);
+  // An attribute path with a number too large for an index finds nothing.
+  EXPECT_EQ(rendered("{{ [[1, 2]] | map(attribute='99999999999999999999') | list | length }}"),
+            "1");
+}
+
 TEST(TemplateLimits, DeeplyNestedExpressionIsRejectedNotCrashing) {
   std::string source = "{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}";
   EXPECT_NE(error_of(source).find("nested too deeply"), std::string::npos);
