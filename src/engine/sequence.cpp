@@ -50,7 +50,7 @@ Sequence::Sequence(SequenceId id, const ModelRuntime& runtime, TextRequest reque
   if (request_.grammar) constraint_.emplace(request_.grammar);
   if (request_.thinking.enabled() && detokenizer_ && !constraint_) {
     thinking_.emplace(request_.thinking);
-    if (thinking_->spent_at_start()) forced_ = runtime.encode(request_.thinking.close, false);
+    if (thinking_->spent_at_start()) close_think_block();
   }
 }
 
@@ -151,7 +151,7 @@ bool Sequence::deliver(int id, const mx::array& logprobs) {
   if (thinking_ && thinking_->add_token(text)) {
     // The budget is spent: the token already sampled after this one gives
     // way to the closing markup, and the model goes on after it.
-    forced_ = runtime_.encode(request_.thinking.close, false);
+    close_think_block();
     if (pending_token_ && !forced_.empty()) pending_token_ = force_next(*pending_token_);
   }
   chunk.text = stops_.add(text);

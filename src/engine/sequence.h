@@ -73,9 +73,6 @@ class Sequence {
   const mlx::core::array& next_input() const { return *pending_token_; }
   bool penalized() const { return request_.options.penalties.any(); }
   bool constrained() const { return constraint_.has_value(); }
-  // The request limits its thinking: each step's token is read before the
-  // next is chosen, and the speculative path is not taken.
-  bool thinking_limited() const { return thinking_.has_value(); }
   // Records the freshly sampled token of the step just scheduled, and
   // returns the one before it, which this step fed to the model (nullopt
   // on the first step: the prompt's last token was fed).
@@ -143,6 +140,8 @@ class Sequence {
   // of a think block whose budget is spent), first in front.
   std::vector<int> forced_;
   mlx::core::array force_next(const mlx::core::array& sampled);
+  // The budget is spent: the block's closing markup comes next.
+  void close_think_block() { forced_ = runtime_.encode(request_.thinking.markup.close, false); }
   // The sampled token the next step feeds, and the one the latest step fed.
   std::optional<mlx::core::array> pending_token_, pending_logprobs_;
   std::optional<mlx::core::array> fed_token_, fed_logprobs_;

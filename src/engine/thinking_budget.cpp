@@ -6,21 +6,13 @@ ThinkingBudget thinking_budget(const chat::OutputFormat& format, int tokens,
                                std::string_view rendered_prompt) {
   const auto markup = format.thinking_markup();
   if (tokens < 0 || markup.empty()) return {};
-  ThinkingBudget budget;
-  budget.tokens = tokens;
-  budget.start = markup.start;
-  budget.end = markup.end;
-  budget.close = markup.close;
-  budget.starts_inside = chat::prompt_opens_reasoning(rendered_prompt, {markup.start, markup.end});
-  return budget;
+  return {tokens, markup,
+          chat::prompt_opens_reasoning(rendered_prompt, {markup.start, markup.end})};
 }
 
 ThinkingTracker::ThinkingTracker(ThinkingBudget budget)
     : budget_(std::move(budget)), state_(budget_.starts_inside ? State::inside : State::before) {
-  if (state_ == State::inside && budget_.tokens == 0) {
-    spent_ = true;
-    state_ = State::after;
-  }
+  if (spent_at_start()) state_ = State::after;
 }
 
 bool ThinkingTracker::find(const std::string& marker) {
@@ -39,22 +31,21 @@ bool ThinkingTracker::add_token(std::string_view text) {
   if (state_ == State::before) {
     // The token that writes the start markup opens the block; it is not
     // reasoning itself.
-    if (budget_.start.empty() || !find(budget_.start)) return false;
+    if (budget_.markup.start.empty() || !find(budget_.markup.start)) return false;
     state_ = State::inside;
-    if (find(budget_.end)) {
+    if (find(budget_.markup.end)) {
       state_ = State::after;
       return false;
     }
     if (budget_.tokens > 0) return false;
   } else {
-    if (find(budget_.end)) {  // the model closed the block itself
+    if (find(budget_.markup.end)) {  // the model closed the block itself
       state_ = State::after;
       return false;
     }
     if (++reasoning_tokens_ < budget_.tokens) return false;
   }
   state_ = State::after;
-  spent_ = true;
   return true;
 }
 

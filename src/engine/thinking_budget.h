@@ -11,11 +11,10 @@
 namespace mlx_cpp {
 
 struct ThinkingBudget {
-  int tokens = -1;             // reasoning tokens allowed; < 0: no limit
-  std::string start, end;      // the block's markup as the text shows it
-  std::string close;           // what the engine writes to end the block
-  bool starts_inside = false;  // the prompt opened the block
-  bool enabled() const { return tokens >= 0 && !end.empty() && !close.empty(); }
+  int tokens = -1;              // reasoning tokens allowed; < 0: no limit
+  chat::ThinkingMarkup markup;  // the block's start and end, and what closes it
+  bool starts_inside = false;   // the prompt opened the block
+  bool enabled() const { return tokens >= 0 && !markup.empty() && !markup.close.empty(); }
 };
 
 // A budget of `tokens` for an answer to `rendered_prompt`, in the markup
@@ -30,7 +29,7 @@ class ThinkingTracker {
   explicit ThinkingTracker(ThinkingBudget budget);
   // Whether the block must be closed before the first token (a zero
   // budget on a prompt that opened it).
-  bool spent_at_start() const { return spent_; }
+  bool spent_at_start() const { return budget_.starts_inside && budget_.tokens == 0; }
   // The text one delivered token added (after detokenizing). True when
   // this token spent the budget: the engine closes the block now.
   bool add_token(std::string_view text);
@@ -47,7 +46,6 @@ class ThinkingTracker {
   State state_;
   std::string recent_;  // text since the last marker that may hold the next one
   int reasoning_tokens_ = 0;
-  bool spent_ = false;
 };
 
 }  // namespace mlx_cpp

@@ -12,7 +12,7 @@ namespace mlx_cpp {
 namespace {
 
 ThinkingBudget think_tags(int tokens, bool starts_inside) {
-  return {tokens, "<think>", "</think>", "</think>\n\n", starts_inside};
+  return {tokens, {"<think>", "</think>", "</think>\n\n"}, starts_inside};
 }
 
 // The index of the token after which the tracker asks to close the block,
@@ -26,7 +26,7 @@ int spent_after(ThinkingTracker& tracker, const std::vector<std::string>& tokens
 TEST(ThinkingBudget, EnabledOnlyWithMarkupAndALimit) {
   EXPECT_TRUE(think_tags(0, false).enabled());
   EXPECT_FALSE(think_tags(-1, false).enabled());
-  EXPECT_FALSE((ThinkingBudget{4, "<think>", "", "", false}).enabled());
+  EXPECT_FALSE((ThinkingBudget{4, {"<think>", "", ""}, false}).enabled());
 }
 
 TEST(ThinkingTracker, APromptThatOpensTheBlockCountsFromTheFirstToken) {
@@ -69,8 +69,10 @@ TEST(ThinkingTracker, WithoutStartMarkupNothingOpens) {
 }
 
 TEST(ThinkingTracker, HarmonyAnalysisChannel) {
-  ThinkingTracker tracker({2, "<|channel|>analysis<|message|>", "<|end|>",
-                           "<|end|><|start|>assistant<|channel|>final<|message|>", false});
+  ThinkingTracker tracker({2,
+                           {"<|channel|>analysis<|message|>", "<|end|>",
+                            "<|end|><|start|>assistant<|channel|>final<|message|>"},
+                           false});
   EXPECT_EQ(spent_after(tracker, {"<|channel|>", "analysis", "<|message|>", "We", " think", "!"}),
             4);
 }
