@@ -34,6 +34,13 @@ Json one_of(std::vector<Json> choices) {
   return {{"type", "or"}, {"elements", std::move(choices)}};
 }
 
+Json any_tool(const std::vector<ForcedTool>& tools,
+              const std::function<Json(const ForcedTool&)>& call) {
+  std::vector<Json> choices;
+  for (const auto& tool : tools) choices.push_back(call(tool));
+  return one_of(std::move(choices));
+}
+
 Json calls(Json call, const Json& separator, bool several) {
   if (!several) return call;
   Json more = separator.is_null() ? call : sequence({separator, call});

@@ -4,10 +4,13 @@
 // vocabulary ([TOOL_CALLS], <|tool_call_begin|>): the grammar layer
 // resolves it to that token, or to its text where the vocabulary has no
 // such token (grammar::GrammarVocabulary::compile).
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "chat/tool_call_format.h"
 
 namespace mlx_cpp::chat::call_grammar {
 
@@ -21,6 +24,9 @@ Json pattern(std::string regex);
 Json arguments(const Json& schema, std::string style = "json");
 Json sequence(std::vector<Json> parts);
 Json one_of(std::vector<Json> choices);  // the only choice when there is one
+// A call to any of the tools, each written by `call`.
+Json any_tool(const std::vector<ForcedTool>& tools,
+              const std::function<Json(const ForcedTool&)>& call);
 // One call, or with `several` one or more, `separator` (may be null)
 // between them.
 Json calls(Json call, const Json& separator, bool several);

@@ -133,14 +133,14 @@ class CommandRFormat : public RegionFormat {
   // action tokens (Command R7B) or after "Action:" in a fenced block.
   std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
     using namespace call_grammar;
-    std::vector<Json> choices;
-    for (const auto& tool : forcing.tools)
-      choices.push_back(sequence(
+    auto call = [&](const ForcedTool& tool) {
+      return sequence(
           {text("{\"tool_call_id\": \""), pattern("[0-9]{1,2}"),
            text("\", \"tool_name\": \"" + json_string_body(tool.name) + "\", \"parameters\": "),
-           arguments(tool.parameters), text("}")}));
+           arguments(tool.parameters), text("}")});
+    };
     auto list = sequence(
-        {text("["), calls(one_of(std::move(choices)), text(", "), forcing.several), text("]")});
+        {text("["), calls(any_tool(forcing.tools, call), text(", "), forcing.several), text("]")});
     if (forcing.rendered_call.find(kStartAction) != std::string_view::npos)
       return sequence(
           {marker(std::string(kStartAction)), std::move(list), marker(std::string(kEndAction))});

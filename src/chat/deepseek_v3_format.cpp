@@ -163,23 +163,20 @@ class DeepSeekV3Format : public RegionFormat {
     const bool dsml = rendered.find(kInvoke) != std::string_view::npos;
     const bool typed = rendered.find(std::string(kCallBegin) + "function" +
                                      std::string(kSeparator)) != std::string_view::npos;
-    std::vector<Json> choices;
-    for (const auto& tool : forcing.tools) {
+    auto call = [&](const ForcedTool& tool) {
       if (dsml)
-        choices.push_back(sequence({text(std::string(kInvoke) + " name=\"" + tool.name + "\">\n"),
-                                    arguments(tool.parameters, "deepseek_xml"),
-                                    text(std::string(kInvokeEnd) + "\n")}));
-      else if (typed)
-        choices.push_back(
-            sequence({marker(std::string(kCallBegin)), text("function"),
-                      marker(std::string(kSeparator)), text(tool.name + "\n```json\n"),
-                      arguments(tool.parameters), text("\n```"), marker(std::string(kCallEnd))}));
-      else
-        choices.push_back(sequence({marker(std::string(kCallBegin)), text(tool.name),
-                                    marker(std::string(kSeparator)), arguments(tool.parameters),
-                                    marker(std::string(kCallEnd))}));
-    }
-    auto all = calls(one_of(std::move(choices)), nullptr, forcing.several);
+        return sequence({text(std::string(kInvoke) + " name=\"" + tool.name + "\">\n"),
+                         arguments(tool.parameters, "deepseek_xml"),
+                         text(std::string(kInvokeEnd) + "\n")});
+      if (typed)
+        return sequence({marker(std::string(kCallBegin)), text("function"),
+                         marker(std::string(kSeparator)), text(tool.name + "\n```json\n"),
+                         arguments(tool.parameters), text("\n```"), marker(std::string(kCallEnd))});
+      return sequence({marker(std::string(kCallBegin)), text(tool.name),
+                       marker(std::string(kSeparator)), arguments(tool.parameters),
+                       marker(std::string(kCallEnd))});
+    };
+    auto all = calls(any_tool(forcing.tools, call), nullptr, forcing.several);
     if (dsml)
       return sequence(
           {text(std::string(kDsmlCalls) + "\n"), std::move(all), text(std::string(kDsmlCallsEnd))});

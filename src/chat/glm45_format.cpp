@@ -125,12 +125,11 @@ class Glm45Format : public RegionFormat {
   // </tool_call>; a line between calls.
   std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
     using namespace call_grammar;
-    std::vector<Json> choices;
-    for (const auto& tool : forcing.tools)
-      choices.push_back(
-          sequence({marker(std::string(kOpen)), text(tool.name + "\n"),
-                    arguments(tool.parameters, "glm_xml"), marker(std::string(kClose))}));
-    return calls(one_of(std::move(choices)), text("\n"), forcing.several);
+    auto call = [&](const ForcedTool& tool) {
+      return sequence({marker(std::string(kOpen)), text(tool.name + "\n"),
+                       arguments(tool.parameters, "glm_xml"), marker(std::string(kClose))});
+    };
+    return calls(any_tool(forcing.tools, call), text("\n"), forcing.several);
   }
 
  protected:

@@ -169,13 +169,12 @@ class HarmonyFormat : public ToolCallFormat {
   // <|call|> (which ends the turn: one call).
   std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
     using namespace call_grammar;
-    std::vector<Json> choices;
-    for (const auto& tool : forcing.tools)
-      choices.push_back(
-          sequence({marker("<|channel|>"), text("commentary to=functions." + tool.name + " "),
-                    marker("<|constrain|>"), text("json"), marker("<|message|>"),
-                    arguments(tool.parameters), marker("<|call|>")}));
-    return one_of(std::move(choices));
+    auto call = [&](const ForcedTool& tool) {
+      return sequence({marker("<|channel|>"), text("commentary to=functions." + tool.name + " "),
+                       marker("<|constrain|>"), text("json"), marker("<|message|>"),
+                       arguments(tool.parameters), marker("<|call|>")});
+    };
+    return any_tool(forcing.tools, call);
   }
   bool renders(std::string_view rendered) const override {
     // What gpt-oss's template writes for a call: `<|start|>assistant

@@ -32,13 +32,13 @@ class HermesFormat : public RegionFormat {
   // <tool_call>\n{"name": "NAME", "arguments": {...}}\n</tool_call>, a line between calls.
   std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
     using namespace call_grammar;
-    std::vector<Json> choices;
-    for (const auto& tool : forcing.tools)
-      choices.push_back(
-          sequence({marker(std::string(kOpen)),
-                    text("\n{\"name\": \"" + json_string_body(tool.name) + "\", \"arguments\": "),
-                    arguments(tool.parameters), text("}\n"), marker(std::string(kClose))}));
-    return calls(one_of(std::move(choices)), text("\n"), forcing.several);
+    auto call = [&](const ForcedTool& tool) {
+      return sequence(
+          {marker(std::string(kOpen)),
+           text("\n{\"name\": \"" + json_string_body(tool.name) + "\", \"arguments\": "),
+           arguments(tool.parameters), text("}\n"), marker(std::string(kClose))});
+    };
+    return calls(any_tool(forcing.tools, call), text("\n"), forcing.several);
   }
   bool renders(std::string_view rendered) const override {
     auto open = rendered.find(kOpen);

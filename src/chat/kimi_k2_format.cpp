@@ -84,14 +84,13 @@ class KimiK2Format : public RegionFormat {
   // the arguments.
   std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
     using namespace call_grammar;
-    std::vector<Json> choices;
-    for (const auto& tool : forcing.tools)
-      choices.push_back(
-          sequence({marker(std::string(kCallBegin)), text("functions." + tool.name + ":"),
-                    pattern("[0-9]{1,3}"), marker(std::string(kArgumentBegin)),
-                    arguments(tool.parameters), marker(std::string(kCallEnd))}));
+    auto call = [&](const ForcedTool& tool) {
+      return sequence({marker(std::string(kCallBegin)), text("functions." + tool.name + ":"),
+                       pattern("[0-9]{1,3}"), marker(std::string(kArgumentBegin)),
+                       arguments(tool.parameters), marker(std::string(kCallEnd))});
+    };
     return sequence({marker(std::string(kSectionBegin)),
-                     calls(one_of(std::move(choices)), nullptr, forcing.several),
+                     calls(any_tool(forcing.tools, call), nullptr, forcing.several),
                      marker(std::string(kSectionEnd))});
   }
 

@@ -34,12 +34,11 @@ class Llama3JsonFormat : public RegionFormat {
   // {"name": "NAME", "parameters": {...}}, "; " between calls.
   std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
     using namespace call_grammar;
-    std::vector<Json> choices;
-    for (const auto& tool : forcing.tools)
-      choices.push_back(
-          sequence({text("{\"name\": \"" + json_string_body(tool.name) + "\", \"parameters\": "),
-                    arguments(tool.parameters), text("}")}));
-    return calls(one_of(std::move(choices)), text("; "), forcing.several);
+    auto call = [&](const ForcedTool& tool) {
+      return sequence({text("{\"name\": \"" + json_string_body(tool.name) + "\", \"parameters\": "),
+                       arguments(tool.parameters), text("}")});
+    };
+    return calls(any_tool(forcing.tools, call), text("; "), forcing.several);
   }
 
   // The template writes the call as the whole assistant turn, so the

@@ -80,19 +80,16 @@ class MistralFormat : public RegionFormat {
   std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
     using namespace call_grammar;
     const bool named_form = forcing.rendered_call.find(kArgs) != std::string_view::npos;
-    std::vector<Json> choices;
-    for (const auto& tool : forcing.tools) {
+    auto call = [&](const ForcedTool& tool) {
       if (named_form)
-        choices.push_back(sequence({marker(std::string(kToolCalls)), text(tool.name),
-                                    marker(std::string(kArgs)), arguments(tool.parameters)}));
-      else
-        choices.push_back(
-            sequence({text("{\"name\": \"" + json_string_body(tool.name) + "\", \"arguments\": "),
-                      arguments(tool.parameters), text("}")}));
-    }
-    if (named_form) return calls(one_of(std::move(choices)), nullptr, forcing.several);
+        return sequence({marker(std::string(kToolCalls)), text(tool.name),
+                         marker(std::string(kArgs)), arguments(tool.parameters)});
+      return sequence({text("{\"name\": \"" + json_string_body(tool.name) + "\", \"arguments\": "),
+                       arguments(tool.parameters), text("}")});
+    };
+    if (named_form) return calls(any_tool(forcing.tools, call), nullptr, forcing.several);
     return sequence({marker(std::string(kToolCalls)), text("["),
-                     calls(one_of(std::move(choices)), text(", "), forcing.several), text("]")});
+                     calls(any_tool(forcing.tools, call), text(", "), forcing.several), text("]")});
   }
 
  protected:

@@ -233,14 +233,13 @@ class Qwen3CoderFormat : public RegionFormat {
   // qwen_xml style, </function>\n</tool_call>; a line between calls.
   std::optional<nlohmann::ordered_json> forced_calls(const CallForcing& forcing) const override {
     using namespace call_grammar;
-    std::vector<Json> choices;
-    for (const auto& tool : forcing.tools)
-      choices.push_back(
-          sequence({marker(std::string(kCallOpen)),
-                    text("\n" + std::string(kFunctionOpen) + tool.name + ">\n"),
-                    arguments(tool.parameters, "qwen_xml"),
-                    text(std::string(kFunctionClose) + "\n"), marker(std::string(kCallClose))}));
-    return calls(one_of(std::move(choices)), text("\n"), forcing.several);
+    auto call = [&](const ForcedTool& tool) {
+      return sequence({marker(std::string(kCallOpen)),
+                       text("\n" + std::string(kFunctionOpen) + tool.name + ">\n"),
+                       arguments(tool.parameters, "qwen_xml"),
+                       text(std::string(kFunctionClose) + "\n"), marker(std::string(kCallClose))});
+    };
+    return calls(any_tool(forcing.tools, call), text("\n"), forcing.several);
   }
 
  protected:
