@@ -5,7 +5,6 @@
 
 #include "chat/forced_tool_calls.h"
 #include "chat/json_scan.h"
-#include "io/json_depth.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
 
@@ -65,10 +64,7 @@ nlohmann::ordered_json parse_tool_calls(const nlohmann::ordered_json& calls,
     auto arguments = function->find("arguments");
     if (arguments != function->end() && arguments->is_string()) {
       const auto& text = arguments->get_ref<const std::string&>();
-      if (json_nesting_depth(text) > kMaxJsonDepth)
-        throw invalid_request("'" + name + ".function.arguments' nests deeper than " +
-                                  std::to_string(kMaxJsonDepth) + " levels",
-                              name + ".function.arguments");
+      refuse_deep_json(text, "'" + name + ".function.arguments'", name + ".function.arguments");
       auto object = nlohmann::ordered_json::parse(text, nullptr, false);
       if (object.is_discarded())
         throw invalid_request("'" + name + ".function.arguments' is not valid JSON",

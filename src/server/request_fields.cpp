@@ -79,13 +79,17 @@ nlohmann::ordered_json optional_object(const nlohmann::ordered_json& body,
   return *value;
 }
 
-nlohmann::ordered_json parse_json_body(const std::string& text) {
-  nlohmann::ordered_json body;
+void refuse_deep_json(std::string_view text, const std::string& what, const std::string& param) {
   try {
-    check_json_depth(text, "the request body");
+    check_json_depth(text, what);
   } catch (const Error& error) {
-    throw invalid_request(error.what());
+    throw invalid_request(error.what(), param);
   }
+}
+
+nlohmann::ordered_json parse_json_body(const std::string& text) {
+  refuse_deep_json(text, "the request body");
+  nlohmann::ordered_json body;
   try {
     body = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::ordered_json::parse_error& error) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace mlx_cpp::server {
 
@@ -21,6 +22,11 @@ std::optional<std::string> optional_string(const nlohmann::ordered_json& body,
                                            const std::string& name);
 // The field when it is an object (or absent/null: empty object).
 nlohmann::ordered_json optional_object(const nlohmann::ordered_json& body, const std::string& name);
+
+// JSON text of a request (its body, or a field that holds JSON as text)
+// nested deeper than io/json_depth.h allows is a 400 naming `param`.
+void refuse_deep_json(std::string_view text, const std::string& what,
+                      const std::string& param = {});
 
 // Parses a request body; malformed JSON or a non-object is a 400.
 nlohmann::ordered_json parse_json_body(const std::string& text);

@@ -1,7 +1,7 @@
 #include "server/structured_output_request.h"
 
-#include "io/json_depth.h"
 #include "server/api_error.h"
+#include "server/request_fields.h"
 
 namespace mlx_cpp::server {
 namespace {
@@ -13,9 +13,7 @@ using Kind = grammar::GrammarSpec::Kind;
 std::string schema_text(const nlohmann::ordered_json& schema, const std::string& param) {
   nlohmann::ordered_json parsed = schema;
   if (schema.is_string()) {
-    if (json_nesting_depth(schema.get_ref<const std::string&>()) > kMaxJsonDepth)
-      throw invalid_request(
-          "'" + param + "' nests deeper than " + std::to_string(kMaxJsonDepth) + " levels", param);
+    refuse_deep_json(schema.get_ref<const std::string&>(), "'" + param + "'", param);
     parsed = nlohmann::ordered_json::parse(schema.get<std::string>(), nullptr, false);
     if (parsed.is_discarded()) throw invalid_request("'" + param + "' is not valid JSON", param);
   }
