@@ -38,6 +38,7 @@ struct Expression {
 
   Kind kind;
   int line;
+  int height = 1;  // levels of this subtree; the parser bounds it
   std::string name;
   Value literal;
   bool negated = false;

@@ -48,7 +48,7 @@ nlohmann::ordered_json normalize_chat_messages(const nlohmann::ordered_json& mes
   return normalized;
 }
 
-ChatTemplate::ChatTemplate(const std::string& source, ChatTemplateLimits limits)
+ChatTemplate::ChatTemplate(const std::string& source, TemplateLimits limits)
     : tree_(std::make_unique<jinja::TemplateTree>(jinja::parse_template(source))),
       limits_(limits) {}
 
@@ -80,9 +80,7 @@ std::string ChatTemplate::render_raw(const nlohmann::ordered_json& variables) co
   for (const auto& [key, value] : variables.items()) {
     context->assign(key, jinja::Value::from_json(value));
   }
-  jinja::RenderLimits limits{limits_.max_call_depth, limits_.max_output_bytes,
-                             limits_.max_loop_iterations};
-  return jinja::Interpreter(*tree_, context, limits).render();
+  return jinja::Interpreter(*tree_, context, limits_).render();
 }
 
 std::string render_chat_template(const std::string& source, const nlohmann::ordered_json& context) {

@@ -12,24 +12,20 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "template/template_limits.h"
+
 namespace mlx_cpp {
 
 namespace jinja {
 struct TemplateTree;
 }
 
-struct ChatTemplateLimits {
-  int max_call_depth = 200;               // nested macro calls
-  size_t max_output_bytes = 64u << 20;    // text produced while rendering
-  size_t max_loop_iterations = 1u << 24;  // loop iterations in one render
-};
-
 // A template parsed once and rendered many times; rendering is const and
 // safe to run from several threads at once.
 class ChatTemplate {
  public:
   // Throws Error on a syntax error, naming the line.
-  explicit ChatTemplate(const std::string& source, ChatTemplateLimits limits = {});
+  explicit ChatTemplate(const std::string& source, TemplateLimits limits = {});
   ~ChatTemplate();
   ChatTemplate(ChatTemplate&&) noexcept;
   ChatTemplate& operator=(ChatTemplate&&) noexcept;
@@ -46,7 +42,7 @@ class ChatTemplate {
 
  private:
   std::unique_ptr<jinja::TemplateTree> tree_;
-  ChatTemplateLimits limits_;
+  TemplateLimits limits_;
 };
 
 // One-shot parse and render (see ChatTemplate::render).

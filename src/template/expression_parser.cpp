@@ -1,5 +1,7 @@
 #include "template/expression_parser.h"
 
+#include <algorithm>
+
 #include "template/builtins.h"
 
 namespace mlx_cpp::jinja {
@@ -14,16 +16,31 @@ ExpressionPointer make_expression(Kind kind, int line) {
   return expression;
 }
 
-ExpressionPointer binary(const std::string& op, ExpressionPointer left, ExpressionPointer right,
-                         int line) {
-  auto node = make_expression(Kind::Binary, line);
-  node->name = op;
-  node->operands.push_back(std::move(left));
-  node->operands.push_back(std::move(right));
-  return node;
-}
+// Long chains (`a + b + c ...`, `x | f | f ...`) are parsed by loops, not
+// recursion, so the parser's nesting guard does not see them; their tree
+// would still make evaluating (and destroying) it recurse once per link.
+constexpr int kMaxExpressionHeight = 256;
 
 }  // namespace
+
+void ExpressionParser::attach(Expression& node, ExpressionPointer operand) {
+  if (operand) {
+    if (operand->height >= kMaxExpressionHeight)
+      tokens_.fail("expression nested deeper than " + std::to_string(kMaxExpressionHeight) +
+                   " levels");
+    node.height = std::max(node.height, operand->height + 1);
+  }
+  node.operands.push_back(std::move(operand));
+}
+
+ExpressionPointer ExpressionParser::binary(const std::string& op, ExpressionPointer left,
+                                           ExpressionPointer right, int line) {
+  auto node = make_expression(Kind::Binary, line);
+  node->name = op;
+  attach(*node, std::move(left));
+  attach(*node, std::move(right));
+  return node;
+}
 
 bool ExpressionParser::can_start_expression() const {
   const Token& token = tokens_.current();
@@ -42,10 +59,10 @@ ExpressionPointer ExpressionParser::parse_tuple(bool with_conditional) {
   ExpressionPointer first = parse_expression(with_conditional);
   if (!tokens_.at_operator(",")) return first;
   auto tuple = make_expression(Kind::TupleLiteral, line);
-  tuple->operands.push_back(std::move(first));
+  attach(*tuple, std::move(first));
   while (tokens_.skip_operator(",")) {
     if (!can_start_expression()) break;
-    tuple->operands.push_back(parse_expression(with_conditional));
+    attach(*tuple, parse_expression(with_conditional));
   }
   return tuple;
 }
@@ -57,9 +74,9 @@ ExpressionPointer ExpressionParser::parse_expression(bool with_conditional) {
     auto conditional = make_expression(Kind::Conditional, tokens_.advance().line);
     ExpressionPointer condition = parse_binary(0);
     ExpressionPointer otherwise = tokens_.skip_name("else") ? parse_expression(true) : nullptr;
-    conditional->operands.push_back(std::move(value));
-    conditional->operands.push_back(std::move(condition));
-    conditional->operands.push_back(std::move(otherwise));
+    attach(*conditional, std::move(value));
+    attach(*conditional, std::move(condition));
+    attach(*conditional, std::move(otherwise));
     value = std::move(conditional);
   }
   return value;
@@ -103,9 +120,10 @@ ExpressionPointer ExpressionParser::parse_binary(size_t level) {
 }
 
 ExpressionPointer ExpressionParser::parse_not() {
+  TokenCursor::NestingGuard guard(tokens_);
   if (tokens_.at_name("not")) {
     auto node = make_expression(Kind::Not, tokens_.advance().line);
-    node->operands.push_back(parse_not());
+    attach(*node, parse_not());
     return node;
   }
   return parse_compare();
@@ -134,10 +152,10 @@ ExpressionPointer ExpressionParser::parse_compare() {
     }
     if (!compare) {
       compare = make_expression(Kind::Compare, line);
-      compare->operands.push_back(std::move(first));
+      attach(*compare, std::move(first));
     }
     compare->comparators.push_back(op);
-    compare->operands.push_back(parse_binary(kAdditiveLevel));
+    attach(*compare, parse_binary(kAdditiveLevel));
   }
   return compare ? std::move(compare) : std::move(first);
 }
@@ -148,7 +166,7 @@ ExpressionPointer ExpressionParser::parse_unary(bool with_filter) {
   if (tokens_.at_operator("-") || tokens_.at_operator("+")) {
     const Token& token = tokens_.advance();
     node = make_expression(token.text == "-" ? Kind::Negate : Kind::Plus, token.line);
-    node->operands.push_back(parse_unary(false));
+    attach(*node, parse_unary(false));
   } else {
     node = parse_primary();
   }
@@ -201,7 +219,7 @@ ExpressionPointer ExpressionParser::parse_primary() {
     while (!tokens_.skip_operator("]")) {
       if (!list->operands.empty()) tokens_.expect_operator(",");
       if (tokens_.skip_operator("]")) break;
-      list->operands.push_back(parse_expression(true));
+      attach(*list, parse_expression(true));
     }
     return list;
   }
@@ -210,9 +228,9 @@ ExpressionPointer ExpressionParser::parse_primary() {
     while (!tokens_.skip_operator("}")) {
       if (!dict->operands.empty()) tokens_.expect_operator(",");
       if (tokens_.skip_operator("}")) break;
-      dict->operands.push_back(parse_expression(true));
+      attach(*dict, parse_expression(true));
       tokens_.expect_operator(":");
-      dict->operands.push_back(parse_expression(true));
+      attach(*dict, parse_expression(true));
     }
     return dict;
   }
@@ -228,11 +246,11 @@ ExpressionPointer ExpressionParser::parse_postfix(ExpressionPointer node) {
         attribute->kind = Kind::Item;
         auto index = make_expression(Kind::Literal, line);
         index->literal = Value(tokens_.advance().integer);
-        attribute->operands.push_back(std::move(node));
-        attribute->operands.push_back(std::move(index));
+        attach(*attribute, std::move(node));
+        attach(*attribute, std::move(index));
       } else {
         attribute->name = tokens_.expect_name();
-        attribute->operands.push_back(std::move(node));
+        attach(*attribute, std::move(node));
       }
       node = std::move(attribute);
     } else if (tokens_.at_operator("[")) {
@@ -247,7 +265,7 @@ ExpressionPointer ExpressionParser::parse_postfix(ExpressionPointer node) {
 
 ExpressionPointer ExpressionParser::parse_call(ExpressionPointer callee) {
   auto call = make_expression(Kind::Call, tokens_.current().line);
-  call->operands.push_back(std::move(callee));
+  attach(*call, std::move(callee));
   parse_call_arguments(*call);
   return call;
 }
@@ -270,14 +288,14 @@ ExpressionPointer ExpressionParser::parse_subscript(ExpressionPointer node) {
   if (!is_slice) {
     if (!parts[0]) tokens_.fail("empty subscript");
     auto item = make_expression(Kind::Item, line);
-    item->operands.push_back(std::move(node));
-    item->operands.push_back(std::move(parts[0]));
+    attach(*item, std::move(node));
+    attach(*item, std::move(parts[0]));
     return item;
   }
   auto slice = make_expression(Kind::Slice, line);
-  slice->operands.push_back(std::move(node));
+  attach(*slice, std::move(node));
   parts.resize(3);
-  for (auto& part : parts) slice->operands.push_back(std::move(part));
+  for (auto& part : parts) attach(*slice, std::move(part));
   return slice;
 }
 
@@ -297,19 +315,22 @@ ExpressionPointer ExpressionParser::parse_filter_expression(ExpressionPointer no
 
 // `| name(args) | name2 ...` after an expression.
 ExpressionPointer ExpressionParser::parse_filters(ExpressionPointer node) {
-  while (tokens_.skip_operator("|")) node = parse_filter_chain(std::move(node));
+  while (tokens_.skip_operator("|")) node = parse_one_filter(std::move(node));
   return node;
 }
 
 // One filter `name(args)`, then any `| more` that follow it.
 ExpressionPointer ExpressionParser::parse_filter_chain(ExpressionPointer node) {
+  return parse_filters(parse_one_filter(std::move(node)));
+}
+
+ExpressionPointer ExpressionParser::parse_one_filter(ExpressionPointer node) {
   int line = tokens_.current().line;
   std::string name = tokens_.expect_name();
   auto filter = make_expression(Kind::Filter, line);
   filter->name = name;
-  filter->operands.push_back(std::move(node));
+  attach(*filter, std::move(node));
   if (tokens_.at_operator("(")) parse_call_arguments(*filter);
-  if (tokens_.at_operator("|")) return parse_filters(std::move(filter));
   return filter;
 }
 
@@ -318,7 +339,7 @@ ExpressionPointer ExpressionParser::parse_test(ExpressionPointer node) {
   auto test = make_expression(Kind::Test, line);
   test->negated = tokens_.skip_name("not");
   test->name = tokens_.expect_name();
-  test->operands.push_back(std::move(node));
+  attach(*test, std::move(node));
   if (tokens_.at_operator("(")) {
     parse_call_arguments(*test);
   } else if ((tokens_.current().kind == TokenKind::Name ||
@@ -328,7 +349,7 @@ ExpressionPointer ExpressionParser::parse_test(ExpressionPointer node) {
               tokens_.at_operator("{")) &&
              !tokens_.at_name("else") && !tokens_.at_name("or") && !tokens_.at_name("and")) {
     if (tokens_.at_name("is")) tokens_.fail("you cannot chain multiple tests with is");
-    test->operands.push_back(parse_postfix(parse_primary()));
+    attach(*test, parse_postfix(parse_primary()));
   }
   return test;
 }
@@ -346,11 +367,16 @@ void ExpressionParser::parse_call_arguments(Expression& call) {
         tokens_.peek().text == "=") {
       std::string name = tokens_.advance().text;
       tokens_.advance();
-      call.keyword_arguments.emplace_back(name, parse_expression(true));
+      ExpressionPointer value = parse_expression(true);
+      if (value->height >= kMaxExpressionHeight)
+        tokens_.fail("expression nested deeper than " + std::to_string(kMaxExpressionHeight) +
+                     " levels");
+      call.height = std::max(call.height, value->height + 1);
+      call.keyword_arguments.emplace_back(name, std::move(value));
     } else {
       if (!call.keyword_arguments.empty())
         tokens_.fail("positional argument after keyword argument");
-      call.operands.push_back(parse_expression(true));
+      attach(call, parse_expression(true));
     }
   }
 }

@@ -23,6 +23,12 @@ class ExpressionParser {
 
  private:
   bool can_start_expression() const;
+  // Adds an operand (null: an omitted part) and keeps `node.height`,
+  // failing when the tree would grow too tall.
+  void attach(Expression& node, ExpressionPointer operand);
+  ExpressionPointer binary(const std::string& op, ExpressionPointer left, ExpressionPointer right,
+                           int line);
+  ExpressionPointer parse_one_filter(ExpressionPointer node);
   // Binary operators from `level` (0: or) down to `**`.
   ExpressionPointer parse_binary(size_t level);
   ExpressionPointer parse_not();

@@ -29,7 +29,7 @@ Value filter_tojson(const Value& input, const CallArguments& arguments) {
   if (indent.is_string())
     options.indent_text = indent.as_string();
   else if (indent.is_number())
-    options.indent = static_cast<int>(indent.as_integer());
+    options.indent = static_cast<int>(std::clamp<int64_t>(indent.as_integer(), 0, INT32_MAX));
   else if (!indent.is_none())
     throw TemplateFailure("tojson: indent must be an int or a string");
   if (!indent.is_none()) options.item_separator.assign(1, ',');  // json.dumps with indent
@@ -124,7 +124,9 @@ Value filter_indent(const Value& input, const CallArguments& arguments) {
       width.is_string()
           ? width.as_string()
           : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_integer())), ' ');
-  std::vector<std::string> lines = python_splitlines(input.to_output() + "\n", false);
+  std::string text = input.to_output();
+  std::vector<std::string> lines = python_splitlines(text + "\n", false);
+  ensure_room_for(text.size() + bytes_times(lines.size() + 1, indention.size()));
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (i > 0) out += "\n";

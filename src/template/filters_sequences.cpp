@@ -43,9 +43,11 @@ Value filter_join(const Value& input, const CallArguments& arguments) {
   std::string out;
   bool first = true;
   for (const auto& item : iterate_values(input)) {
+    std::string text = (attribute.empty() ? item : get_attribute_path(item, attribute)).to_output();
+    ensure_room_for(out.size() + separator.size() + text.size());
     if (!first) out += separator;
     first = false;
-    out += (attribute.empty() ? item : get_attribute_path(item, attribute)).to_output();
+    out += text;
   }
   return Value(out);
 }
@@ -206,6 +208,8 @@ Value filter_batch(const Value& input, const CallArguments& arguments) {
     }
   }
   if (!current.empty()) {
+    if (!fill.is_none())
+      ensure_room_for(bytes_times(static_cast<size_t>(size) - current.size(), stored_bytes(fill)));
     while (!fill.is_none() && static_cast<int64_t>(current.size()) < size) current.push_back(fill);
     batches.push_back(Value::list(std::move(current)));
   }
@@ -216,6 +220,7 @@ Value filter_slice(const Value& input, const CallArguments& arguments) {
   int64_t slices = required_argument(arguments, 0, "slices", "slice").as_integer();
   Value fill = optional_argument(arguments, 1, "fill_with", Value());
   if (slices <= 0) throw TemplateFailure("slice: slices must be positive");
+  ensure_room_for(bytes_times(static_cast<size_t>(slices), sizeof(Value) + sizeof(ListObject)));
   std::vector<Value> items = iterate_values(input);
   auto length = static_cast<int64_t>(items.size());
   int64_t per_slice = length / slices;

@@ -1,5 +1,7 @@
 #include "template/interpreter.h"
 
+#include <algorithm>
+
 #include "template/builtins.h"
 #include "template/template_error.h"
 #include "template/value_operations.h"
@@ -79,35 +81,42 @@ bool body_reads(const StatementList& body, const std::string& name) {
 Value make_loop_object(const std::vector<Value>& items, size_t index) {
   Value loop = Value::dict();
   auto& dict = loop.as_dict();
+  // The interpreter's own bookkeeping: fresh keys, so no search for an
+  // existing one, and not charged to the template's budget (one per
+  // iteration, gone with it).
+  auto add = [&dict](const char* key, Value value) {
+    dict.depth = std::max(dict.depth, value.depth() + 1);
+    dict.entries.emplace_back(Value(key), std::move(value));
+  };
   auto length = static_cast<int64_t>(items.size());
   auto position = static_cast<int64_t>(index);
-  dict.set(Value("index"), Value(position + 1));
-  dict.set(Value("index0"), Value(position));
-  dict.set(Value("revindex"), Value(length - position));
-  dict.set(Value("revindex0"), Value(length - position - 1));
-  dict.set(Value("first"), Value(index == 0));
-  dict.set(Value("last"), Value(position == length - 1));
-  dict.set(Value("length"), Value(length));
-  dict.set(Value("depth"), Value(1));
-  dict.set(Value("depth0"), Value(0));
-  dict.set(Value("previtem"),
-           index > 0 ? items[index - 1] : Value::undefined("there is no previous item"));
-  dict.set(Value("nextitem"),
-           index + 1 < items.size() ? items[index + 1] : Value::undefined("there is no next item"));
-  dict.set(Value("cycle"), Value::function("loop.cycle", [index](const CallArguments& arguments) {
-             if (arguments.positional.empty()) throw TemplateFailure("no items for cycling given");
-             return arguments.positional[index % arguments.positional.size()];
-           }));
+  add("index", Value(position + 1));
+  add("index0", Value(position));
+  add("revindex", Value(length - position));
+  add("revindex0", Value(length - position - 1));
+  add("first", Value(index == 0));
+  add("last", Value(position == length - 1));
+  add("length", Value(length));
+  add("depth", Value(1));
+  add("depth0", Value(0));
+  add("previtem", index > 0 ? items[index - 1] : Value::undefined("there is no previous item"));
+  add("nextitem",
+      index + 1 < items.size() ? items[index + 1] : Value::undefined("there is no next item"));
+  add("cycle", Value::function("loop.cycle", [index](const CallArguments& arguments) {
+        if (arguments.positional.empty()) throw TemplateFailure("no items for cycling given");
+        return arguments.positional[index % arguments.positional.size()];
+      }));
   return loop;
 }
 
 }  // namespace
 
 Interpreter::Interpreter(const TemplateTree& tree, std::shared_ptr<Frame> globals,
-                         RenderLimits limits)
-    : tree_(tree), globals_(std::move(globals)), limits_(limits) {}
+                         TemplateLimits limits)
+    : tree_(tree), globals_(std::move(globals)), limits_(limits), budget_(limits) {}
 
 std::string Interpreter::render() {
+  RenderBudget::Scope scope(budget_);
   std::string out;
   auto root = child_frame(globals_);
   execute(tree_.body, root, out);
@@ -127,6 +136,7 @@ Interpreter::Flow Interpreter::execute(const StatementList& body,
   for (const auto& statement : body) {
     Flow flow;
     try {
+      RenderBudget::Level level(budget_);
       flow = execute_statement(*statement, frame, out);
     } catch (const TemplateFailure& failure) {
       throw_template_error(statement->line, failure.what());

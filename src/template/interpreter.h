@@ -9,14 +9,10 @@
 #include <vector>
 
 #include "template/ast.h"
+#include "template/render_budget.h"
+#include "template/template_limits.h"
 
 namespace mlx_cpp::jinja {
-
-struct RenderLimits {
-  int max_call_depth = 200;               // nested macro / caller() calls
-  size_t max_output_bytes = 64u << 20;    // all text produced, captured or not
-  size_t max_loop_iterations = 1u << 24;  // all loop iterations together
-};
 
 struct Frame {
   std::vector<std::pair<std::string, Value>> variables;
@@ -28,7 +24,7 @@ struct Frame {
 
 class Interpreter {
  public:
-  Interpreter(const TemplateTree& tree, std::shared_ptr<Frame> globals, RenderLimits limits);
+  Interpreter(const TemplateTree& tree, std::shared_ptr<Frame> globals, TemplateLimits limits);
 
   // Throws mlx_cpp::Error "template error at line N: ..." on any failure.
   std::string render();
@@ -67,7 +63,8 @@ class Interpreter {
 
   const TemplateTree& tree_;
   std::shared_ptr<Frame> globals_;
-  RenderLimits limits_;
+  TemplateLimits limits_;
+  RenderBudget budget_;
   int call_depth_ = 0;
   size_t output_bytes_ = 0;
   size_t loop_iterations_ = 0;

@@ -32,6 +32,7 @@ bool compare(const std::string& op, const Value& left, const Value& right) {
 
 Value Interpreter::evaluate(const Expression& expression, const std::shared_ptr<Frame>& frame) {
   try {
+    RenderBudget::Level level(budget_);
     return evaluate_node(expression, frame);
   } catch (const TemplateFailure& failure) {
     throw_template_error(expression.line, failure.what());
@@ -130,12 +131,13 @@ Value Interpreter::evaluate_binary(const Expression& expression,
   if (op == "and") return left.truthy() ? evaluate(*expression.operands[1], frame) : left;
   if (op == "or") return left.truthy() ? left : evaluate(*expression.operands[1], frame);
   Value right = evaluate(*expression.operands[1], frame);
-  if (op == "~") return Value(left.to_output() + right.to_output());
-  Value result = arithmetic(op, left, right);
-  if (result.is_string() && result.as_string().size() > limits_.max_output_bytes) {
-    throw TemplateFailure("string exceeds " + std::to_string(limits_.max_output_bytes) + " bytes");
+  if (op == "~") {
+    std::string text = left.to_output();
+    const std::string right_text = right.to_output();
+    ensure_room_for(text.size() + right_text.size());
+    return Value(text + right_text);
   }
-  return result;
+  return arithmetic(op, left, right);
 }
 
 Value Interpreter::evaluate_compare(const Expression& expression,

@@ -2,6 +2,7 @@
 // templates call. Methods that mutate a list or dict are refused, as
 // transformers' ImmutableSandboxedEnvironment refuses them.
 #include <algorithm>
+#include <charconv>
 
 #include "template/builtins.h"
 #include "template/filter_helpers.h"
@@ -70,12 +71,16 @@ Value string_format(const Value& self, const CallArguments& arguments) {
     const Value* value = nullptr;
     if (field.empty())
       value = arguments.get(automatic++, "");
-    else if (std::all_of(field.begin(), field.end(), ::isdigit))
-      value = arguments.get(std::stoul(field), "");
-    else
+    else if (std::all_of(field.begin(), field.end(), ::isdigit)) {
+      size_t position = SIZE_MAX;  // a number too large for an index finds nothing
+      std::from_chars(field.data(), field.data() + field.size(), position);
+      value = arguments.get(position, "");
+    } else
       value = arguments.get(SIZE_MAX, field);
     if (!value) throw TemplateFailure("str.format: no argument for field '{" + field + "}'");
-    out += value->to_output();
+    std::string text = value->to_output();
+    ensure_room_for(out.size() + text.size());
+    out += text;
     i = close;
   }
   return Value(out);
@@ -159,6 +164,7 @@ const std::unordered_map<std::string, Method>& string_methods() {
            if (!item.is_string())
              throw TemplateFailure("sequence item: expected str instance, " + item.type_name() +
                                    " found");
+           ensure_room_for(out.size() + s.as_string().size() + item.as_string().size());
            if (!first) out += s.as_string();
            first = false;
            out += item.as_string();
@@ -207,7 +213,7 @@ const std::unordered_map<std::string, Method>& dict_methods() {
       {"copy",
        [](const Value& s, const CallArguments&) {
          Value copy = Value::dict();
-         copy.as_dict().entries = s.as_dict().entries;
+         for (const auto& [key, value] : s.as_dict().entries) copy.as_dict().set(key, value);
          return copy;
        }},
   };

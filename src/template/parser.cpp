@@ -104,6 +104,7 @@ class Parser {
   }
 
   StatementPointer parse_if(int line) {
+    TokenCursor::NestingGuard guard(tokens_);  // each elif nests one more If
     auto statement = make_statement(Statement::Kind::If, line);
     statement->condition = expressions_.parse_tuple(false);
     tokens_.expect(TokenKind::BlockEnd, "end of statement block");

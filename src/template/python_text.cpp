@@ -85,13 +85,15 @@ class JsonWriter {
       indent_unit_ = *options.indent_text;
       indented_ = true;
     } else if (options.indent) {
+      ensure_room_for(static_cast<size_t>(std::max(0, *options.indent)));
       indent_unit_ = std::string(static_cast<size_t>(std::max(0, *options.indent)), ' ');
       indented_ = true;
     }
   }
 
   void write(const Value& value, int depth) {
-    if (depth > 512) throw TemplateFailure("tojson: value nested too deeply");
+    // Containers nest at most kMaxContainerDepth: no cycle reaches here.
+    if (depth > kMaxContainerDepth) throw TemplateFailure("tojson: value nested too deeply");
     switch (value.kind()) {
       case Value::Kind::None:
         out += "null";
@@ -126,7 +128,10 @@ class JsonWriter {
   std::string out;
 
  private:
+  // Shared lists and wide indents can write far more than a value holds,
+  // so the text is checked against the render's budget as it grows.
   void newline(int depth) {
+    ensure_room_for(out.size() + 1 + bytes_times(static_cast<size_t>(depth), indent_unit_.size()));
     out += '\n';
     for (int i = 0; i < depth; ++i) out += indent_unit_;
   }
@@ -141,6 +146,7 @@ class JsonWriter {
       if (i > 0) out += options_.item_separator;
       if (indented_) newline(depth + 1);
       write(list.items[i], depth + 1);
+      ensure_room_for(out.size());
     }
     if (indented_) newline(depth);
     out += ']';
@@ -164,6 +170,7 @@ class JsonWriter {
       write_key(entries[i]->first);
       out += options_.key_separator;
       write(entries[i]->second, depth + 1);
+      ensure_room_for(out.size());
     }
     if (indented_) newline(depth);
     out += '}';

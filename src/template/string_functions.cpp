@@ -1,6 +1,10 @@
 #include "template/string_functions.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "template/python_text.h"
+#include "template/render_budget.h"
 
 namespace mlx_cpp::jinja {
 namespace {
@@ -203,6 +207,13 @@ std::vector<std::string> python_splitlines(const std::string& text, bool keep_en
 
 std::string python_replace(const std::string& text, const std::string& old_text,
                            const std::string& new_text, int64_t count) {
+  // The result's size first, so a render cannot be made to build more
+  // than it can afford ('x' * 10**7 | replace('', 'y' * 10**3)).
+  auto limit = static_cast<uint64_t>(count < 0 ? INT64_MAX : count);
+  uint64_t occurrences =
+      std::min<uint64_t>(limit, static_cast<uint64_t>(python_count(text, old_text)));
+  size_t grown = bytes_times(occurrences, new_text.size());
+  ensure_room_for(grown > text.size() ? grown : text.size());
   std::string out;
   int64_t replaced = 0;
   if (old_text.empty()) {
@@ -234,6 +245,7 @@ std::string python_center(const std::string& text, int64_t width, const std::str
   int64_t margin = width - length;
   // CPython puts the extra space on the left when margin and width are odd.
   int64_t left = margin / 2 + (margin & width & 1);
+  ensure_room_for(text.size() + bytes_times(static_cast<size_t>(margin), fill.size()));
   std::string out;
   for (int64_t i = 0; i < left; ++i) out += fill;
   out += text;

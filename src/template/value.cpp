@@ -1,10 +1,43 @@
 #include "template/value.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "template/python_text.h"
+#include "template/template_error.h"
 
 namespace mlx_cpp::jinja {
+namespace {
+
+int checked_depth(int depth) {
+  if (depth > kMaxContainerDepth)
+    throw TemplateFailure("lists and dicts nest deeper than " + std::to_string(kMaxContainerDepth) +
+                          " levels");
+  return depth;
+}
+
+// Whether `value` is `dict` or holds it somewhere; `seen` keeps a shared
+// object from being walked twice.
+bool holds(const Value& value, const DictObject* dict, std::vector<const void*>& seen) {
+  if (!value.is_list() && !value.is_dict()) return false;
+  if (value.identity() == dict) return true;
+  if (std::find(seen.begin(), seen.end(), value.identity()) != seen.end()) return false;
+  seen.push_back(value.identity());
+  if (value.is_list()) {
+    for (const auto& item : value.as_list().items)
+      if (holds(item, dict, seen)) return true;
+    return false;
+  }
+  for (const auto& entry : value.as_dict().entries)
+    if (holds(entry.second, dict, seen)) return true;
+  return false;
+}
+
+// repr() into `out`, checking after each item that the text still fits the
+// render's budget: shared lists can print far more than they hold.
+void append_repr(std::string& out, const Value& value);
+
+}  // namespace
 
 const Value* DictObject::find(const Value& key) const {
   for (const auto& [existing, value] : entries) {
@@ -21,13 +54,22 @@ const Value* DictObject::find(const std::string& key) const {
 }
 
 void DictObject::set(const Value& key, Value value) {
+  std::vector<const void*> seen;
+  if (holds(value, this, seen)) throw TemplateFailure("a namespace cannot hold itself");
+  depth = std::max(depth, checked_depth(value.depth() + 1));
   for (auto& entry : entries) {
     if (values_equal(entry.first, key)) {
+      charge_built_bytes(stored_bytes(value));
       entry.second = std::move(value);
       return;
     }
   }
+  charge_built_bytes(stored_bytes(key) + stored_bytes(value));
   entries.emplace_back(key, std::move(value));
+}
+
+size_t stored_bytes(const Value& value) {
+  return sizeof(Value) + (value.is_string() ? value.as_string().size() : 0);
 }
 
 const Value* CallArguments::get(size_t position, const std::string& name) const {
@@ -46,7 +88,12 @@ Value Value::undefined(std::string message) {
 }
 
 Value Value::list(std::vector<Value> items, bool is_tuple) {
+  size_t bytes = 0;
+  for (const auto& item : items) bytes += stored_bytes(item);
+  charge_built_bytes(bytes);
   auto list = std::make_shared<ListObject>();
+  for (const auto& item : items)
+    list->depth = std::max(list->depth, checked_depth(item.depth() + 1));
   list->items = std::move(items);
   list->is_tuple = is_tuple;
   return Value(std::move(list));
@@ -84,8 +131,11 @@ Value Value::from_json(const nlohmann::ordered_json& json) {
     }
     case nlohmann::ordered_json::value_t::object: {
       Value result = dict();
+      DictObject& entries = result.as_dict();
       for (const auto& [key, item] : json.items()) {
-        result.as_dict().entries.emplace_back(Value(key), from_json(item));
+        entries.entries.emplace_back(Value(key), from_json(item));
+        entries.depth =
+            std::max(entries.depth, checked_depth(entries.entries.back().second.depth() + 1));
       }
       return result;
     }
@@ -97,6 +147,12 @@ Value Value::from_json(const nlohmann::ordered_json& json) {
 double Value::as_double() const {
   if (is_float()) return float_;
   return static_cast<double>(as_integer());
+}
+
+int Value::depth() const {
+  if (is_list()) return list_->depth;
+  if (is_dict()) return dict_->depth;
+  return 0;
 }
 
 const void* Value::identity() const {
@@ -160,68 +216,64 @@ std::string Value::to_output() const {
 }
 
 std::string Value::repr() const {
-  switch (kind_) {
-    case Kind::Undefined:
-      return "";
-    case Kind::None:
-      return "None";
-    case Kind::Boolean:
-      return boolean_ ? "True" : "False";
-    case Kind::Integer:
-      return std::to_string(integer_);
-    case Kind::Float:
-      return python_float_repr(float_);
-    case Kind::String:
-      return python_string_repr(string_);
-    case Kind::List: {
-      std::string out = list_->is_tuple ? "(" : "[";
-      for (size_t i = 0; i < list_->items.size(); ++i) {
-        if (i > 0) out += ", ";
-        out += list_->items[i].repr();
-      }
-      if (list_->is_tuple && list_->items.size() == 1) out += ",";
-      return out + (list_->is_tuple ? ")" : "]");
-    }
-    case Kind::Dict: {
-      std::string out = dict_->is_namespace ? "<Namespace {" : "{";
-      for (size_t i = 0; i < dict_->entries.size(); ++i) {
-        if (i > 0) out += ", ";
-        out += dict_->entries[i].first.repr() + ": " + dict_->entries[i].second.repr();
-      }
-      return out + (dict_->is_namespace ? "}>" : "}");
-    }
-    case Kind::Function:
-      return "<function " + function_->name + ">";
-  }
-  return "";
+  std::string out;
+  append_repr(out, *this);
+  return out;
 }
 
-nlohmann::ordered_json Value::to_json() const {
-  switch (kind_) {
-    case Kind::None:
-      return nullptr;
-    case Kind::Boolean:
-      return boolean_;
-    case Kind::Integer:
-      return integer_;
-    case Kind::Float:
-      return float_;
-    case Kind::String:
-      return string_;
-    case Kind::List: {
-      auto out = nlohmann::ordered_json::array();
-      for (const auto& item : list_->items) out.push_back(item.to_json());
-      return out;
+namespace {
+
+void append_repr(std::string& out, const Value& value) {
+  switch (value.kind()) {
+    case Value::Kind::Undefined:
+      return;
+    case Value::Kind::None:
+      out += "None";
+      return;
+    case Value::Kind::Boolean:
+      out += value.as_boolean() ? "True" : "False";
+      return;
+    case Value::Kind::Integer:
+      out += std::to_string(value.as_integer());
+      return;
+    case Value::Kind::Float:
+      out += python_float_repr(value.as_double());
+      return;
+    case Value::Kind::String:
+      out += python_string_repr(value.as_string());
+      return;
+    case Value::Kind::List: {
+      const ListObject& list = value.as_list();
+      out += list.is_tuple ? "(" : "[";
+      for (size_t i = 0; i < list.items.size(); ++i) {
+        if (i > 0) out += ", ";
+        append_repr(out, list.items[i]);
+        ensure_room_for(out.size());
+      }
+      if (list.is_tuple && list.items.size() == 1) out += ",";
+      out += list.is_tuple ? ")" : "]";
+      return;
     }
-    case Kind::Dict: {
-      auto out = nlohmann::ordered_json::object();
-      for (const auto& [key, item] : dict_->entries) out[key.to_output()] = item.to_json();
-      return out;
+    case Value::Kind::Dict: {
+      const DictObject& dict = value.as_dict();
+      out += dict.is_namespace ? "<Namespace {" : "{";
+      for (size_t i = 0; i < dict.entries.size(); ++i) {
+        if (i > 0) out += ", ";
+        append_repr(out, dict.entries[i].first);
+        out += ": ";
+        append_repr(out, dict.entries[i].second);
+        ensure_room_for(out.size());
+      }
+      out += dict.is_namespace ? "}>" : "}";
+      return;
     }
-    default:
-      throw TemplateFailure("cannot convert " + type_name() + " to JSON");
+    case Value::Kind::Function:
+      out += "<function " + value.as_function().name + ">";
+      return;
   }
 }
+
+}  // namespace
 
 bool values_equal(const Value& left, const Value& right) {
   if (left.is_number() && right.is_number()) {

@@ -12,21 +12,33 @@
 #include <utility>
 #include <vector>
 
+#include "template/render_budget.h"
+
 namespace mlx_cpp::jinja {
 
 class Value;
 
+// Containers nest at most this deep, so the recursive walks over them
+// (printing, comparing, destroying) stay far from the end of the stack.
+// Templates cannot make cycles: lists and dicts are immutable there, and a
+// namespace is refused as a value inside itself.
+constexpr int kMaxContainerDepth = 512;
+
 struct ListObject {
   std::vector<Value> items;
   bool is_tuple = false;  // prints as (a, b) and is immutable
+  int depth = 1;          // 1 + the deepest item's depth
 };
 
 struct DictObject {
   std::vector<std::pair<Value, Value>> entries;  // insertion order, unique keys
   bool is_namespace = false;                     // namespace(): attribute assignment allowed
+  int depth = 1;                                 // 1 + the deepest value's depth
 
   const Value* find(const Value& key) const;
   const Value* find(const std::string& key) const;
+  // Throws TemplateFailure when the value would nest too deeply or holds
+  // this dict itself.
   void set(const Value& key, Value value);
 };
 
@@ -53,8 +65,14 @@ class Value {
   Value(int value) : kind_(Kind::Integer), integer_(value) {}
   Value(int64_t value) : kind_(Kind::Integer), integer_(value) {}
   Value(double value) : kind_(Kind::Float), float_(value) {}
-  Value(std::string value) : kind_(Kind::String), string_(std::move(value)) {}
-  Value(const char* value) : kind_(Kind::String), string_(value) {}
+  // A new string is charged to the running render (render_budget.h); a copy
+  // of a Value is not, and lists charge for the strings they hold.
+  Value(std::string value) : kind_(Kind::String), string_(std::move(value)) {
+    charge_built_bytes(string_.size());
+  }
+  Value(const char* value) : kind_(Kind::String), string_(value) {
+    charge_built_bytes(string_.size());
+  }
   Value(std::shared_ptr<ListObject> list) : kind_(Kind::List), list_(std::move(list)) {}
   Value(std::shared_ptr<DictObject> dict) : kind_(Kind::Dict), dict_(std::move(dict)) {}
   Value(std::shared_ptr<FunctionObject> function)
@@ -92,6 +110,7 @@ class Value {
   DictObject& as_dict() const { return *dict_; }
   const FunctionObject& as_function() const { return *function_; }
   const void* identity() const;  // for `is sameas` on shared objects
+  int depth() const;             // containers' nesting; 0 for the others
 
   bool truthy() const;
   // Python's type name, for error messages: 'str', 'int', 'dict', ...
@@ -100,7 +119,6 @@ class Value {
   std::string to_output() const;
   // repr(value) as Python writes it: strings quoted, None/True/False.
   std::string repr() const;
-  nlohmann::ordered_json to_json() const;  // throws for undefined/functions
 
  private:
   Kind kind_;
@@ -112,6 +130,10 @@ class Value {
   std::shared_ptr<DictObject> dict_;
   std::shared_ptr<FunctionObject> function_;
 };
+
+// What holding `value` in a list or dict costs: its slot, and its text when
+// it is a string (containers hold copies of strings).
+size_t stored_bytes(const Value& value);
 
 // Python's ==, which treats 1 == 1.0 == True and compares containers deeply.
 bool values_equal(const Value& left, const Value& right);

@@ -54,11 +54,16 @@ int64_t power(int64_t a, int64_t b) {
 }
 
 Value repeat(const Value& sequence, int64_t count) {
+  const size_t times = count > 0 ? static_cast<size_t>(count) : 0;
   if (sequence.is_string()) {
+    ensure_room_for(bytes_times(times, sequence.as_string().size()));
     std::string out;
     for (int64_t i = 0; i < count; ++i) out += sequence.as_string();
     return Value(out);
   }
+  size_t item_bytes = 0;
+  for (const auto& item : sequence.as_list().items) item_bytes += stored_bytes(item);
+  ensure_room_for(bytes_times(times, item_bytes));
   std::vector<Value> items;
   for (int64_t i = 0; i < count; ++i) {
     for (const auto& item : sequence.as_list().items) items.push_back(item);
@@ -112,9 +117,26 @@ std::optional<int64_t> normalize_index(int64_t index, int64_t size) {
   return index;
 }
 
+// printf into a string of the size it needs, after checking the render
+// can afford it (a width like %999999999d is the template's to pay for).
+template <typename Argument>
+std::string print_formatted(const std::string& format, Argument argument) {
+  int size = std::snprintf(nullptr, 0, format.c_str(), argument);
+  if (size < 0) throw TemplateFailure("invalid format '" + format + "'");
+  ensure_room_for(static_cast<size_t>(size));
+  std::string out(static_cast<size_t>(size) + 1, '\0');
+  std::snprintf(out.data(), out.size(), format.c_str(), argument);
+  out.resize(static_cast<size_t>(size));
+  return out;
+}
+
 std::string format_one(const std::string& spec, char conversion, const Value& argument) {
-  char buffer[512];
   std::string format = "%" + spec;
+  // The width alone can ask for any size; printf would spend seconds
+  // counting out a padding of 10^9 before the budget could refuse it.
+  const size_t digits = spec.find_first_of("123456789");
+  if (digits != std::string::npos && digits < spec.find('.'))
+    ensure_room_for(std::strtoull(spec.c_str() + digits, nullptr, 10));
   switch (conversion) {
     case 's':
     case 'r': {
@@ -132,30 +154,28 @@ std::string format_one(const std::string& spec, char conversion, const Value& ar
           digits == std::string::npos ? 0 : std::strtoul(width_text.c_str() + digits, nullptr, 10);
       size_t length = utf8_length(text);
       if (length >= width) return text;
+      ensure_room_for(text.size() + (width - length));
       std::string padding(width - length, ' ');
       return left_align ? text + padding : padding + text;
     }
     case 'd':
     case 'i':
       if (!argument.is_number()) throw TemplateFailure("%d format: a real number is required");
-      std::snprintf(
-          buffer, sizeof(buffer), (format + "lld").c_str(),
+      return print_formatted(
+          format + "lld",
           static_cast<long long>(argument.is_float() ? static_cast<int64_t>(argument.as_double())
                                                      : argument.as_integer()));
-      return buffer;
     case 'x':
     case 'X':
       if (!argument.is_integer()) throw TemplateFailure("%x format: an integer is required");
-      std::snprintf(buffer, sizeof(buffer), (format + "ll" + conversion).c_str(),
-                    static_cast<long long>(argument.as_integer()));
-      return buffer;
+      return print_formatted(format + "ll" + conversion,
+                             static_cast<long long>(argument.as_integer()));
     case 'f':
     case 'F':
     case 'e':
     case 'g':
       if (!argument.is_number()) throw TemplateFailure("%f format: a real number is required");
-      std::snprintf(buffer, sizeof(buffer), (format + conversion).c_str(), argument.as_double());
-      return buffer;
+      return print_formatted(format + conversion, argument.as_double());
     default:
       throw TemplateFailure("unsupported format character '" + std::string(1, conversion) + "'");
   }
@@ -180,6 +200,7 @@ std::vector<Value> iterate_values(const Value& value) {
       return keys;
     }
     case Value::Kind::String: {
+      ensure_room_for(bytes_times(value.as_string().size(), sizeof(Value)));
       std::vector<Value> characters;
       for (char32_t c : utf8_decode(value.as_string())) {
         std::string text;

@@ -19,7 +19,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 std::string error_of(const std::string& source, const Json& variables = Json::object(),
-                     ChatTemplateLimits limits = {}) {
+                     TemplateLimits limits = {}) {
   try {
     ChatTemplate(source, limits).render_raw(variables);
   } catch (const Error& error) {
@@ -70,7 +70,7 @@ TEST(TemplateLimits, InfiniteMacroRecursionStops) {
 }
 
 TEST(TemplateLimits, OutputSizeIsBounded) {
-  ChatTemplateLimits limits;
+  TemplateLimits limits;
   limits.max_output_bytes = 1000;
   std::string message =
       error_of("{% for i in range(10000) %}xxxxxxxxxx{% endfor %}", Json::object(), limits);
@@ -80,7 +80,7 @@ TEST(TemplateLimits, OutputSizeIsBounded) {
 }
 
 TEST(TemplateLimits, LoopIterationsAreBounded) {
-  ChatTemplateLimits limits;
+  TemplateLimits limits;
   limits.max_loop_iterations = 50;
   std::string message =
       error_of("{% for a in range(10) %}{% for b in range(10) %}{% endfor %}{% endfor %}",
