@@ -25,8 +25,10 @@ std::unique_ptr<ModelRuntime> ModelRuntime::open(const std::filesystem::path& di
     runtime->template_source_ = std::move(model_template.source);
     runtime->template_special_tokens_ = std::move(model_template.special_tokens);
   }
-  if (!runtime->template_source_.empty())
+  if (!runtime->template_source_.empty()) {
     runtime->chat_template_ = std::make_unique<ChatTemplate>(runtime->template_source_);
+    runtime->check_template_renders();
+  }
   auto generation_path = directory / "generation_config.json";
   runtime->generation_config_ = std::filesystem::exists(generation_path)
                                     ? read_json_file(generation_path)
@@ -36,6 +38,16 @@ std::unique_ptr<ModelRuntime> ModelRuntime::open(const std::filesystem::path& di
     runtime->eos_token_ids_.push_back(*runtime->tokenizer_->eos_token_id());
   runtime->find_output_format(options.tool_call_format);
   return runtime;
+}
+
+void ModelRuntime::check_template_renders() const {
+  const nlohmann::ordered_json plain = {{{"role", "user"}, {"content", "Hello"}}};
+  try {
+    render_chat(plain, nullptr, /*add_generation_prompt=*/true, {});
+  } catch (const Error& error) {
+    throw Error("the chat template cannot render a plain conversation (one user message): " +
+                std::string(error.what()) + "; --chat-template-file gives another");
+  }
 }
 
 void ModelRuntime::find_output_format(const std::string& tool_call_format) {

@@ -89,6 +89,9 @@ class ModelRuntime {
   mutable std::once_flag grammar_once_;
   mutable std::unique_ptr<grammar::GrammarVocabulary> grammar_vocabulary_;
   std::unordered_set<TokenId> kept_special_tokens_;
+  // A template that fails on one user message would fail every chat:
+  // the model is refused at load instead, naming the template's error.
+  void check_template_renders() const;
   void find_output_format(const std::string& tool_call_format);
   void keep_marker_tokens();
   std::vector<int> eos_token_ids_;
