@@ -32,6 +32,8 @@ struct ServeArguments {
   int context_size = 0;
   std::string kernels = "fast";
   double shutdown_grace_seconds = 10;
+  double header_timeout_seconds = 10;
+  double body_timeout_seconds = 60;
   SchedulerOptions scheduling;
   std::string prompt_cache_bytes = "auto";
   std::string memory_budget = "auto";
@@ -145,7 +147,13 @@ void run_serve(const ServeArguments& args) {
                                                           std::move(draft), speculative);
       },
       model_id, args.config.max_queue);
-  server::HttpServer http(args.config, engine);
+  auto milliseconds = [](double seconds) {
+    return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+  };
+  server::ServerConfig config = args.config;
+  config.header_timeout = milliseconds(args.header_timeout_seconds);
+  config.body_timeout = milliseconds(args.body_timeout_seconds);
+  server::HttpServer http(config, engine);
   const int port = http.bind();
   std::clog << "mlx-cpp serve: listening on http://" << args.config.host << ':' << port
             << " (model '" << model_id << "' loading from " << directory.string() << ")"
@@ -252,6 +260,22 @@ void register_serve_command(CLI::App& app) {
                    "Largest request body accepted (413 beyond)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  command
+      ->add_option("--max-connections", config.max_connections,
+                   "Connections open at once, idle ones included (503 beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{900}));
+  command
+      ->add_option("--header-timeout", args->header_timeout_seconds,
+                   "Seconds a request's header may take to arrive, from the connection's opening "
+                   "or its previous answer (idle connections close then)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  command
+      ->add_option("--body-timeout", args->body_timeout_seconds,
+                   "Seconds a request's body may take to arrive")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
   command
       ->add_option("--shutdown-grace", args->shutdown_grace_seconds,
                    "Seconds running requests may finish after SIGINT/SIGTERM")

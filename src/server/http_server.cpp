@@ -6,12 +6,16 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <charconv>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "io/error.h"
 #include "server/anthropic_shape.h"
+#include "server/connection_gate.h"
 #include "server/route_context.h"
+#include "server/socket_stream.h"
 #include "server/sse.h"
 #include "server/web_page.h"
 
@@ -95,7 +99,72 @@ void widen_listen_backlog(int port) {
   }
 }
 
+// httplib's accept loop hands each socket to a task queue; the gate takes
+// it from there without blocking, so the queue runs tasks where they come.
+class InlineTaskQueue : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> task) override { task(); }
+  void shutdown() override {}
+};
+
+// The refusals decided from the header alone. Their body is not read, so
+// the connection closes after the answer.
+std::optional<ErrorResponse> refuse_body(const httplib::Request& request, size_t max_body_bytes) {
+  const std::string encoding = request.get_header_value("Content-Encoding");
+  if (!encoding.empty() && encoding != "identity")
+    return ErrorResponse{415,
+                         error_body("compressed request bodies (Content-Encoding: " + encoding +
+                                        ") are not accepted; send the body as it is",
+                                    "invalid_request_error")};
+  const std::string transfer = request.get_header_value("Transfer-Encoding");
+  if (!transfer.empty() && transfer != "chunked")
+    return ErrorResponse{
+        400, error_body("Transfer-Encoding '" + transfer + "' is not supported (only chunked)",
+                        "invalid_request_error")};
+  if (request.has_header("Content-Length")) {
+    const std::string length = request.get_header_value("Content-Length");
+    size_t declared = 0;
+    const auto [end, failed] =
+        std::from_chars(length.data(), length.data() + length.size(), declared);
+    if (failed != std::errc() || end != length.data() + length.size())
+      return ErrorResponse{400, error_body("invalid Content-Length", "invalid_request_error")};
+    if (declared > max_body_bytes)
+      return ErrorResponse{
+          413, error_body("request body is too large (" + length + " bytes; the limit is " +
+                              std::to_string(max_body_bytes) + ")",
+                          "invalid_request_error")};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+// httplib's server with every connection passed through a ConnectionGate:
+// httplib parses and routes requests, the gate owns sockets and threads.
+class GatedServer : public httplib::Server {
+ public:
+  GatedServer(const GateLimits& limits, size_t workers)
+      : gate_(limits, workers, [this](Connection& connection) { return serve(connection); }) {
+    new_task_queue = [] { return new InlineTaskQueue; };
+  }
+  ConnectionGate& gate() { return gate_; }
+
+ private:
+  bool process_and_close_socket(socket_t socket) override {
+    gate_.admit(socket);
+    return true;
+  }
+
+  // One request, parsed, routed and answered by httplib over our stream.
+  bool serve(Connection& connection) {
+    SocketStream stream(connection, gate_);
+    bool client_closes = false;
+    const bool answered = process_request(stream, gate_.stopping(), client_closes, nullptr);
+    return answered && !client_closes;
+  }
+
+  ConnectionGate gate_;
+};
 
 void set_json(httplib::Response& response, int status, const nlohmann::ordered_json& body) {
   response.status = status;
@@ -132,10 +201,15 @@ httplib::Server::Handler guarded(RouteHandler handler) {
 HttpServer::HttpServer(ServerConfig config, EngineThread& engine)
     : config_(std::move(config)),
       engine_(engine),
-      http_(std::make_unique<httplib::Server>()),
       context_(new RouteContext{config_, engine_, metrics_}) {
-  const size_t threads = config_.max_queue + 8;  // every accepted request gets a thread
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  GateLimits limits;
+  limits.max_connections = config_.max_connections;
+  limits.header_timeout = config_.header_timeout;
+  limits.body_timeout = config_.body_timeout;
+  limits.max_body_bytes = config_.max_body_bytes;
+  // Every request being served holds a worker (a streamed answer for its
+  // whole length); waiting and idle connections hold none.
+  http_ = std::make_unique<GatedServer>(limits, config_.max_queue + 8);
   http_->set_payload_max_length(config_.max_body_bytes);
   http_->set_tcp_nodelay(true);
   install_hooks();
@@ -148,30 +222,41 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::install_hooks() {
-  http_->set_pre_routing_handler(
-      [this](const httplib::Request& request, httplib::Response& response) {
-        request_start = std::chrono::steady_clock::now();
-        log_detail.clear();
-        if (config_.api_key.empty() || request.path == "/health" || request.method == "OPTIONS" ||
-            (config_.web_page && is_web_page_path(request.path)))
-          return httplib::Server::HandlerResponse::Unhandled;
-        // Anthropic's clients send the key as x-api-key.
-        if (same_secret(request.get_header_value("Authorization"), "Bearer " + config_.api_key) ||
-            same_secret(request.get_header_value("x-api-key"), config_.api_key))
-          return httplib::Server::HandlerResponse::Unhandled;
-        const ErrorResponse refusal{
-            401, error_body("invalid or missing API key (send 'Authorization: Bearer KEY' or "
-                            "'x-api-key: KEY')",
-                            "authentication_error", {}, "invalid_api_key")};
-        set_json(response, refusal.status,
-                 answers_anthropic(request.path) ? anthropic_error_body(refusal) : refusal.body);
-        return httplib::Server::HandlerResponse::Handled;
-      });
+  http_->set_pre_routing_handler([this](const httplib::Request& request,
+                                        httplib::Response& response) {
+    request_start = std::chrono::steady_clock::now();
+    log_detail.clear();
+    if (auto refusal = refuse_body(request, config_.max_body_bytes)) {
+      if (Connection* connection = ConnectionGate::current()) connection->close_after = true;
+      response.set_header("Connection", "close");
+      set_json(response, refusal->status,
+               answers_anthropic(request.path) ? anthropic_error_body(*refusal) : refusal->body);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (config_.api_key.empty() || request.path == "/health" || request.method == "OPTIONS" ||
+        (config_.web_page && is_web_page_path(request.path)))
+      return httplib::Server::HandlerResponse::Unhandled;
+    // Anthropic's clients send the key as x-api-key.
+    if (same_secret(request.get_header_value("Authorization"), "Bearer " + config_.api_key) ||
+        same_secret(request.get_header_value("x-api-key"), config_.api_key))
+      return httplib::Server::HandlerResponse::Unhandled;
+    const ErrorResponse refusal{
+        401, error_body("invalid or missing API key (send 'Authorization: Bearer KEY' or "
+                        "'x-api-key: KEY')",
+                        "authentication_error", {}, "invalid_api_key")};
+    set_json(response, refusal.status,
+             answers_anthropic(request.path) ? anthropic_error_body(refusal) : refusal.body);
+    return httplib::Server::HandlerResponse::Handled;
+  });
   // Failures httplib answers itself (unknown route, body too large) get an
   // OpenAI-style body too.
   http_->set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& request,
                                                                    httplib::Response& response) {
     if (!response.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    // A chunked body that passed the cap fails its read (400 from httplib).
+    if (Connection* connection = ConnectionGate::current();
+        connection && connection->body_too_large)
+      response.status = 413;
     std::string type = response.status == 404 ? "not_found_error" : "invalid_request_error";
     const ErrorResponse error{response.status, error_body(default_message(response.status), type)};
     set_json(response, error.status,
@@ -230,6 +315,7 @@ void HttpServer::finish_responses(std::chrono::milliseconds bound) {
 void HttpServer::stop() {
   stopping_ = true;
   http_->stop();
+  http_->gate().stop();
 }
 
 }  // namespace mlx_cpp::server

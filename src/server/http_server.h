@@ -12,21 +12,24 @@
 #include "server/engine_thread.h"
 #include "server/metrics.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace mlx_cpp::server {
 
 struct RouteContext;
+class GatedServer;
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
-  int port = 8080;          // 0: any free port (see HttpServer::bind)
-  std::string api_key;      // empty: no authentication
-  std::string cors_origin;  // empty: no CORS headers
-  size_t max_queue = 32;    // requests waiting or running before 503
-  size_t max_body_bytes = 8u << 20;
+  int port = 8080;                   // 0: any free port (see HttpServer::bind)
+  std::string api_key;               // empty: no authentication
+  std::string cors_origin;           // empty: no CORS headers
+  size_t max_queue = 32;             // requests waiting or running before 503
+  size_t max_body_bytes = 8u << 20;  // raw bytes after the header, chunked framing included
+  // Connections open at once, idle ones included (503 beyond); a request's
+  // header must arrive within header_timeout of the connection's opening
+  // or of its previous answer, and its body within body_timeout.
+  size_t max_connections = 512;
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds body_timeout{60000};
   bool log_requests = true;
   bool web_page = true;  // the chat page at GET / (web_page.h)
   // false (--reasoning-format none): reasoning stays in the content as written.
@@ -61,7 +64,7 @@ class HttpServer {
   ServerConfig config_;
   EngineThread& engine_;
   Metrics metrics_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<GatedServer> http_;
   std::unique_ptr<RouteContext> context_;
   std::atomic<bool> stopping_{false};
 };
