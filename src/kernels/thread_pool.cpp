@@ -35,8 +35,11 @@ int hardware_cores() {
 }  // namespace
 
 ThreadPool& ThreadPool::shared() {
-  static ThreadPool pool(hardware_cores());
-  return pool;
+  // Never destroyed: MLX's stream threads may still be running kernels
+  // (inside parallel_for) while static objects are destroyed at exit, so
+  // the pool must outlive them. Its workers sleep until the process ends.
+  static ThreadPool* pool = new ThreadPool(hardware_cores());
+  return *pool;
 }
 
 ThreadPool::ThreadPool(int thread_count) {

@@ -19,10 +19,17 @@ std::optional<QuantizedTensor> load_quantized(WeightStore& weights,
   if (!params) return std::nullopt;
   const int packed_columns = in_dims * params->bits / 32;
   const int groups = in_dims / params->group_size;
-  return QuantizedTensor{
+  QuantizedTensor tensor{
       weights.take(path + ".weight", mx::Shape{out_dims, packed_columns}, DtypeRule::packed_uint32),
       weights.take(path + ".scales", mx::Shape{out_dims, groups}),
       weights.take(path + ".biases", mx::Shape{out_dims, groups}), *params};
+  // The kernels read both factors as one type; a mismatch would only fail
+  // at the first generation.
+  if (tensor.scales.ndim() == 2 && tensor.biases.ndim() == 2 &&
+      tensor.scales.dtype() != tensor.biases.dtype())
+    weights.report(path + ".scales has dtype " + dtype_name(tensor.scales.dtype()) + " but " +
+                   path + ".biases has " + dtype_name(tensor.biases.dtype()) + "; they must match");
+  return tensor;
 }
 
 namespace {

@@ -65,7 +65,16 @@ LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions
   for (const auto& projection : spec.fused_projections)
     weights.split_rows(projection.fused, projection.parts);
   for (const auto& prefix : spec.ignored_weight_prefixes) weights.discard_prefix(prefix);
-  auto model = std::make_unique<DenseTransformer>(std::move(spec), weights, quantization, options);
+  std::unique_ptr<DenseTransformer> model;
+  try {
+    model = std::make_unique<DenseTransformer>(std::move(spec), weights, quantization, options);
+  } catch (const std::exception& error) {
+    // A missing or malformed tensor can make the layers fail as they are
+    // built (a placeholder has no shape to read): the audit names it.
+    if (weights.has_problems()) weights.audit();
+    if (dynamic_cast<const Error*>(&error)) throw;
+    throw Error("cannot build the model from " + directory.string() + ": " + error.what());
+  }
   weights.audit();
   loaded.model = std::move(model);
   loaded.eos_token_ids = eos_ids(loaded.config);

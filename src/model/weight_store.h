@@ -53,6 +53,11 @@ class WeightStore {
   // Discards every tensor whose name starts with `prefix`.
   void discard_prefix(const std::string& prefix);
 
+  // Adds a problem the audit reports, found by the layer that read the
+  // tensors (e.g. scales and biases of different dtypes).
+  void report(std::string problem) { problems_.push_back(std::move(problem)); }
+  bool has_problems() const { return !problems_.empty(); }
+
   // Throws Error listing missing, mismatched and unused tensors.
   void audit() const;
 
@@ -63,5 +68,7 @@ class WeightStore {
 };
 
 std::string describe_shape(const mlx::core::Shape& shape);
+// "bfloat16", "float32", ... as MLX prints a dtype.
+std::string dtype_name(mlx::core::Dtype dtype);
 
 }  // namespace mlx_cpp

@@ -140,6 +140,27 @@ TEST_F(LoadErrors, MissingAndUnusedTensorsAreAllNamed) {
   EXPECT_NE(message.find("unused model.layers.1.extra.weight"), std::string::npos) << message;
 }
 
+TEST_F(LoadErrors, MissingQuantizedProjectionIsNamedByTheAudit) {
+  edit_weights([](auto& weights) {
+    for (const char* part : {"weight", "scales", "biases"})
+      weights.erase(std::string("model.layers.0.mlp.down_proj.") + part);
+  });
+  auto message = load_error();
+  EXPECT_NE(message.find("missing model.layers.0.mlp.down_proj.weight"), std::string::npos)
+      << message;
+}
+
+TEST_F(LoadErrors, ScalesAndBiasesOfAnotherDtypeAreALoadError) {
+  edit_weights([](auto& weights) {
+    auto& scales = weights.at("model.layers.0.mlp.down_proj.scales");
+    scales = mx::astype(scales, mx::float32);
+  });
+  auto message = load_error();
+  EXPECT_NE(message.find("model.layers.0.mlp.down_proj.scales has dtype float32"),
+            std::string::npos)
+      << message;
+}
+
 // A llama checkpoint relabelled as another model_type of the table: the
 // same tensors, read through that type's rules.
 TEST_F(LoadErrors, IgnoredPrefixesAreTheOnlyUnusedTensorsAllowed) {
