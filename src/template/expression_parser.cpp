@@ -68,6 +68,7 @@ ExpressionPointer ExpressionParser::parse_tuple(bool with_conditional) {
 }
 
 ExpressionPointer ExpressionParser::parse_expression(bool with_conditional) {
+  TokenCursor::NestingGuard guard(tokens_);  // `else` recurses once per link
   if (!with_conditional) return parse_binary(0);
   ExpressionPointer value = parse_binary(0);
   while (tokens_.at_name("if")) {
