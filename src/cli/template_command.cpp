@@ -31,7 +31,7 @@ Json parse_json(const std::string& text, const std::string& what) {
   check_json_depth(text, "template: " + what);
   try {
     return Json::parse(text);
-  } catch (const Json::parse_error& error) {
+  } catch (const Json::exception& error) {  // syntax, or a number out of range
     throw Error("template: " + what + " is not valid JSON (" + error.what() + ")");
   }
 }

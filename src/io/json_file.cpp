@@ -17,7 +17,7 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   check_json_depth(text, path.string());
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {  // syntax, or a number out of range
     throw Error("malformed JSON in " + path.string() + ": " + error.what());
   }
 }

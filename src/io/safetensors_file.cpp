@@ -85,7 +85,7 @@ SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {  // syntax, or a number out of range
     throw Error("safetensors " + file + ": corrupted header JSON (" + error.what() + ")");
   }
   if (!header.is_object()) throw Error("safetensors " + file + ": header is not a JSON object");

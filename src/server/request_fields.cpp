@@ -92,7 +92,7 @@ nlohmann::ordered_json parse_json_body(const std::string& text) {
   nlohmann::ordered_json body;
   try {
     body = nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::ordered_json::parse_error& error) {
+  } catch (const nlohmann::ordered_json::exception& error) {  // syntax, or a number out of range
     throw invalid_request(std::string("request body is not valid JSON: ") + error.what());
   }
   if (!body.is_object()) throw invalid_request("request body must be a JSON object");

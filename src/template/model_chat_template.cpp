@@ -24,7 +24,7 @@ Json read_config(const std::filesystem::path& path) {
   check_json_depth(text, "chat template: " + path.string());
   try {
     return Json::parse(text);
-  } catch (const Json::parse_error& error) {
+  } catch (const Json::exception& error) {  // syntax, or a number out of range
     throw Error("chat template: " + path.string() + " is not valid JSON (" + error.what() + ")");
   }
 }

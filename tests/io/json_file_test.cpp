@@ -65,5 +65,21 @@ TEST(JsonFile, AStringThatIsNotUtf8IsAnErrorNamingTheFile) {
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
+// A number beyond a double's range is the file's error, not an escaped
+// nlohmann exception (found by the tokenizer fuzzer).
+TEST(JsonFile, ANumberOutOfRangeIsAnErrorNamingTheFile) {
+  const auto path = std::filesystem::temp_directory_path() / "mlx_cpp_number_out_of_range.json";
+  std::ofstream(path) << "{\"x\": 99e999}";
+  try {
+    read_json_file(path);
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("malformed JSON in " + path.string()),
+              std::string::npos)
+        << error.what();
+  }
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace mlx_cpp

@@ -85,6 +85,17 @@ TEST(HttpRoutes, JsonNestedTooDeepIs400) {
   expect_still_serving(server);
 }
 
+TEST(HttpRoutes, ANumberOutOfRangeIs400) {
+  ServerFixture server;
+  auto result = server.client().Post(
+      "/v1/chat/completions",
+      R"({"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "temperature": 1e999})",
+      "application/json");
+  expect_error_body(result, 400, "invalid_request_error");
+  EXPECT_NE(result->body.find("not valid JSON"), std::string::npos) << result->body;
+  expect_still_serving(server);
+}
+
 TEST(HttpRoutes, WrongTypesAre400NamingTheParam) {
   ServerFixture server;
   auto result = server.post("/v1/chat/completions", chat_body("hi", {{"temperature", "x"}}));
