@@ -88,6 +88,17 @@ ObjectCall read_object_call(std::string_view text, size_t begin, bool at_end,
   if (text[begin] != '{') return {State::not_a_call};
   bool arguments_seen = false;
   std::optional<std::string> pending_arguments;  // arguments read before the name
+  // Where the object stops being what it should: before the call is shown
+  // it was never a call; once a stream has shown it (state open: name and
+  // arguments begun) it cannot be taken back, so it ends there as it
+  // stands and what follows is text again, whole or streamed alike.
+  auto broken_at = [&](size_t where) -> ObjectCall {
+    if (call.state != State::open) return {State::not_a_call};
+    if (pending_arguments) call.arguments = *pending_arguments;
+    call.state = State::closed;
+    call.end = where;
+    return call;
+  };
   size_t position = begin + 1;
   while (true) {
     position = skip_space(text, position);
@@ -103,26 +114,28 @@ ObjectCall read_object_call(std::string_view text, size_t begin, bool at_end,
       position = skip_space(text, position + 1);
       if (position >= text.size()) break;
     }
-    if (text[position] != '"') return {State::not_a_call};
+    if (text[position] != '"') return broken_at(position);
     auto key_extent = string_extent(text, position);
-    if (key_extent.status == Status::invalid) return {State::not_a_call};
+    if (key_extent.status == Status::invalid) return broken_at(position);
     if (key_extent.status == Status::incomplete) break;
     auto key = decode_string(text.substr(position, key_extent.end - position));
-    if (!key) return {State::not_a_call};
+    if (!key) return broken_at(position);
     position = skip_space(text, key_extent.end);
     if (position >= text.size()) break;
-    if (text[position] != ':') return {State::not_a_call};
+    if (text[position] != ':') return broken_at(position);
     position = skip_space(text, position + 1);
     if (position >= text.size()) break;
     const size_t value_begin = position;
     auto value = value_extent(text, value_begin, at_end);
-    if (value.status == Status::invalid) return {State::not_a_call};
     const bool is_name = contains(keys.name, *key);
     const bool is_arguments = contains(keys.arguments, *key) && !arguments_seen;
     if (is_arguments && !call.name.empty() && text[value_begin] == '{') {
       // The name is known and the arguments are an object: they stream.
       arguments_seen = true;
       call.arguments = std::string(text.substr(value_begin, value.end - value_begin));
+      call.state = State::open;
+      // Broken off by a byte that cannot be JSON: it ends there.
+      if (value.status == Status::invalid) return broken_at(value.end);
       if (value.status == Status::incomplete) {
         // Cut off inside its arguments: at the end of the text the call
         // closes as it stands.
@@ -130,17 +143,20 @@ ObjectCall read_object_call(std::string_view text, size_t begin, bool at_end,
         call.end = text.size();
         return call;
       }
-      if (!is_valid(call.arguments)) return {State::not_a_call};
+      // Kept as written even when it is not valid JSON: a stream showed
+      // the call from its name on and cannot take it back, so the whole
+      // text reads the same (the client sees arguments that do not parse).
       call.state = State::open;
       position = value.end;
       continue;
     }
+    if (value.status == Status::invalid) return broken_at(value_begin);
     if (value.status == Status::incomplete) break;
     const auto literal = text.substr(value_begin, value.end - value_begin);
-    if (!is_valid(literal)) return {State::not_a_call};
+    if (!is_valid(literal)) return broken_at(value_begin);
     if (is_name) {
       auto name = decode_string(literal);
-      if (!name || name->empty()) return {State::not_a_call};
+      if (!name || name->empty()) return broken_at(value_begin);
       call.name = *name;
       if (arguments_seen) call.state = State::open;
     } else if (is_arguments) {

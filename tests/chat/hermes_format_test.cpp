@@ -95,6 +95,28 @@ TEST(HermesFormat, MalformedCallsStayContent) {
   }
 }
 
+// Arguments that stop being JSON midway (found by fuzz_tool_calls): a
+// stream shows the call once its name is known, so the whole text is the
+// same call, its arguments as written.
+TEST(HermesFormat, ArgumentsThatStopBeingJsonAreKeptAsWritten) {
+  auto message = parse_checked(
+      hermes(),
+      "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\"x\":is\", \"n\": 2}}\n</x>",
+      kTools);
+  ASSERT_EQ(message.calls.size(), 1u);
+  EXPECT_EQ(message.calls[0].arguments, "{\"q\"x\":is\", \"n\": 2}");
+}
+
+// A byte that cannot be JSON (a raw control character in a string) ends
+// the arguments where it stands; what follows is content again.
+TEST(HermesFormat, ArgumentsBrokenByAControlByteEndThere) {
+  auto message = parse_checked(
+      hermes(), "<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"a\x01b\"}}", kTools);
+  ASSERT_EQ(message.calls.size(), 1u);
+  EXPECT_EQ(message.calls[0].arguments, "{\"q\": \"a");
+  EXPECT_EQ(message.content, "\x01b\"}}");
+}
+
 TEST(HermesFormat, TruncatedArgumentsAreKeptAsWritten) {
   auto message = parse_checked(
       hermes(), "<tool_call>{\"name\": \"search\", \"arguments\": {\"q\": \"unfini", kTools);
