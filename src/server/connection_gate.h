@@ -29,7 +29,7 @@ struct GateLimits {
   size_t max_connections = 512;
   std::chrono::milliseconds header_timeout{10000};
   std::chrono::milliseconds body_timeout{60000};   // a request body, whole
-  std::chrono::milliseconds write_timeout{30000};  // one write to a client that reads nothing
+  std::chrono::milliseconds write_timeout{10000};  // one write to a client that reads nothing
   size_t max_body_bytes = 8u << 20;                // raw bytes after the header
   size_t max_header_bytes = 16u << 10;
 };
