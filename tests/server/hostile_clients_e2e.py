@@ -61,10 +61,11 @@ def raw_request(server, head, body=b""):
 
 
 def trickle(server, stop, endings):
-    """Sends a header a byte every half second until told to stop or cut
-    off; records how it ended (a status, or the socket error) and when."""
-    started = time.time()
+    """Sends a header a byte every half second (it would take half an hour)
+    until told to stop or cut off; records how it ended: a status read, the
+    socket error, or "unfinished" when it was never cut."""
     with connect(server) as connection:
+        cut = False
         try:
             for byte in b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 4000:
                 if stop.is_set():
@@ -72,16 +73,19 @@ def trickle(server, stop, endings):
                 connection.sendall(bytes([byte]))
                 time.sleep(0.5)
         except OSError:
-            pass  # cut off; the 408 may still be there to read
+            cut = True  # the server closed it; the 408 may still be there to read
+        if not cut and stop.is_set():
+            endings.append("unfinished")
+            return
         try:
-            ending = status_of(read_answer(connection))
+            endings.append(status_of(read_answer(connection)))
         except OSError as error:
-            ending = type(error).__name__
-    endings.append((ending, time.time() - started))
+            endings.append(type(error).__name__)
 
 
 def check_slow_clients(checks, mlx_cpp, directory):
-    # 4 workers (--max-queue 1 + 8 would be 9; 60 tricklers exceed any of it).
+    # Liveness, not speed: every bound below is a timeout standing for
+    # "never", far above what the answers take.
     with Server(mlx_cpp, directory, "--header-timeout", "3", "--max-queue", "2",
                 "--quiet") as server:
         stop, endings = threading.Event(), []
@@ -90,23 +94,23 @@ def check_slow_clients(checks, mlx_cpp, directory):
         for thread in tricklers:
             thread.start()
         time.sleep(1.0)
-        started = time.time()
-        code, _ = server.request("GET", "/health", timeout=10)
-        checks.check("60 slow clients: /health still answers at once",
-                     code == 200 and time.time() - started < 2, f"{code} {time.time() - started:.1f}s")
-        code, body = server.request("POST", "/v1/chat/completions", CHAT, timeout=60)
+        code, _ = server.request("GET", "/health", timeout=30)
+        checks.check("60 slow clients (more than the workers): /health still answers", code == 200,
+                     str(code))
+        code, body = server.request("POST", "/v1/chat/completions", CHAT, timeout=120)
         checks.check("60 slow clients: a generation still answers", code == 200 and "choices" in body,
                      f"{code} {body[:200]}")
         for thread in tricklers:
-            thread.join(30)
+            thread.join(60)  # each is cut at the 3 s header timeout, or stopped here
         stop.set()
+        for thread in tricklers:
+            thread.join(10)
         # A client still sending when it is closed may see a reset instead
         # of the 408 (its unread bytes make the kernel reset the socket).
-        checks.check("slow clients are cut at the header timeout",
-                     len(endings) == 60 and all(elapsed < 8 for _, elapsed in endings),
-                     str(sorted(set(f"{ending}" for ending, _ in endings))))
-        checks.check("some of them read a 408", any(ending == 408 for ending, _ in endings),
-                     str(sorted(set(f"{ending}" for ending, _ in endings))))
+        endings_seen = sorted(set(map(str, endings)))
+        checks.check("every slow client is cut at the header timeout",
+                     len(endings) == 60 and "unfinished" not in endings, str(endings_seen))
+        checks.check("some of them read a 408", 408 in endings, str(endings_seen))
 
 
 def check_connection_cap(checks, mlx_cpp, directory):
@@ -212,14 +216,12 @@ def check_shutdown_with_slow_clients(checks, mlx_cpp, directory):
         for connection in held:
             connection.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # never finished
         time.sleep(0.5)
-        started = time.time()
         server.process.terminate()
         try:
-            code = server.process.wait(20)
+            code = server.process.wait(60)  # their header timeout is 600 s
         except subprocess.TimeoutExpired:
-            code = None
-        checks.check("SIGTERM with 30 clients holding connections: exit 0 at once",
-                     code == 0 and time.time() - started < 10, f"{code} {time.time() - started:.1f}s")
+            code = "still running 60 s after SIGTERM"
+        checks.check("SIGTERM with 30 clients holding connections: exit 0", code == 0, str(code))
         for connection in held:
             connection.close()
 
