@@ -37,6 +37,32 @@ std::vector<mx::array> gelu_graph(const std::vector<mx::array>& inputs) {
   return {mx::divide(mx::multiply(x, mx::add(scalar_like(1.0, x), erf)), scalar_like(2.0, x))};
 }
 
+std::vector<mx::array> silu_graph(const std::vector<mx::array>& inputs) {
+  const auto& x = inputs[0];
+  return {mx::multiply(x, mx::sigmoid(x))};
+}
+
+std::vector<mx::array> relu_squared_graph(const std::vector<mx::array>& inputs) {
+  const auto& x = inputs[0];
+  return {mx::square(mx::maximum(x, mx::array(0, x.dtype())))};
+}
+
+// mlx.nn.softplus: logaddexp(x, 0) with a weak 0.
+mx::array softplus(const mx::array& x) {
+  return mx::logaddexp(x, mx::array(0, x.dtype()));
+}
+
+std::vector<mx::array> xielu_graph(const std::vector<mx::array>& inputs) {
+  const auto &x = inputs[0], &beta = inputs[3], &eps = inputs[4];
+  auto alpha_p = softplus(inputs[1]);
+  auto alpha_n = mx::add(beta, softplus(inputs[2]));
+  auto linear = mx::multiply(beta, x);
+  auto positive = mx::add(mx::multiply(alpha_p, mx::square(x)), linear);
+  auto negative =
+      mx::add(mx::multiply(mx::subtract(mx::expm1(mx::minimum(x, eps)), x), alpha_n), linear);
+  return {mx::where(mx::greater(x, mx::array(0, x.dtype())), positive, negative)};
+}
+
 std::vector<mx::array> clip_residual_graph(const std::vector<mx::array>& inputs) {
   const auto& x = inputs[0];
   const auto& y = inputs[1];
@@ -61,6 +87,22 @@ mx::array gelu_approx(const mx::array& x) {
 mx::array gelu(const mx::array& x) {
   static auto compiled = mx::compile(gelu_graph, /*shapeless=*/true);
   return compiled({x})[0];
+}
+
+mx::array silu(const mx::array& x) {
+  static auto compiled = mx::compile(silu_graph, /*shapeless=*/true);
+  return compiled({x})[0];
+}
+
+mx::array relu_squared(const mx::array& x) {
+  static auto compiled = mx::compile(relu_squared_graph, /*shapeless=*/true);
+  return compiled({x})[0];
+}
+
+mx::array xielu(const mx::array& x, const mx::array& alpha_p, const mx::array& alpha_n,
+                const mx::array& beta, const mx::array& eps) {
+  static auto compiled = mx::compile(xielu_graph, /*shapeless=*/true);
+  return compiled({x, alpha_p, alpha_n, beta, eps})[0];
 }
 
 mx::array clip_residual(const mx::array& x, const mx::array& y) {

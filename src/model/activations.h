@@ -1,5 +1,5 @@
 #pragma once
-// Gated MLP activations and the gemma residual, compiled with mx::compile
+// MLP activations and the gemma residual, compiled with mx::compile
 // exactly as mlx-lm compiles them (shapeless), so the fused CPU kernels and
 // therefore every rounding step match the reference.
 #include <mlx/array.h>
@@ -12,6 +12,14 @@ mlx::core::array swiglu(const mlx::core::array& gate, const mlx::core::array& up
 mlx::core::array gelu_approx(const mlx::core::array& x);
 // x (1 + erf(x / sqrt(2))) / 2, mlx.nn.gelu
 mlx::core::array gelu(const mlx::core::array& x);
+// x * sigmoid(x), mlx.nn.silu
+mlx::core::array silu(const mlx::core::array& x);
+// relu(x)^2, nemotron
+mlx::core::array relu_squared(const mlx::core::array& x);
+// XieLU with its learned scalars (mlx-lm's activations.xielu, apertus).
+mlx::core::array xielu(const mlx::core::array& x, const mlx::core::array& alpha_p,
+                       const mlx::core::array& alpha_n, const mlx::core::array& beta,
+                       const mlx::core::array& eps);
 // x + y; for float16, added in float32 and clipped to the float16 range.
 mlx::core::array clip_residual(const mlx::core::array& x, const mlx::core::array& y);
 

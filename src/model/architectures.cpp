@@ -1,5 +1,6 @@
 #include "model/architectures.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -114,7 +115,7 @@ TransformerSpec gemma(const ConfigReader& config) {
   spec.num_kv_heads = config.required_int("num_key_value_heads");
   spec.head_dim = config.required_int("head_dim");
   spec.norm_style = NormStyle::one_plus_weight;
-  spec.activation = GatedActivation::gelu;
+  spec.activation = MlpActivation::gelu;
   spec.global_rope = {float(config.number_or("rope_theta", 10000)),
                       config.bool_or("rope_traditional", false), nullptr};
   spec.embedding_scale = static_cast<float>(std::sqrt(double(spec.hidden_size)));
@@ -365,7 +366,7 @@ TransformerSpec gemma3_text(const ConfigReader& config) {
   spec.max_position_embeddings = config.int_or("max_position_embeddings", 32768);
   spec.qk_norm = spec.sandwich_norms = true;
   spec.norm_style = NormStyle::one_plus_weight;
-  spec.activation = GatedActivation::gelu_approx;
+  spec.activation = MlpActivation::gelu_approx;
   spec.tied_head = TiedHead::if_head_missing;
   spec.global_rope = {float(config.number_or("rope_theta", 1000000)), false,
                       config.object_or_null("rope_scaling")};
@@ -381,17 +382,418 @@ TransformerSpec gemma3_text(const ConfigReader& config) {
   return spec;
 }
 
+// The layer-norm families name their epsilon otherwise; everything else as
+// common_fields reads it.
+TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key) {
+  TransformerSpec spec;
+  spec.hidden_size = config.required_int("hidden_size");
+  spec.num_layers = config.required_int("num_hidden_layers");
+  spec.intermediate_size = config.required_int("intermediate_size");
+  spec.num_heads = config.required_int("num_attention_heads");
+  spec.vocab_size = config.required_int("vocab_size");
+  spec.norm_eps = static_cast<float>(config.required_number(eps_key));
+  spec.num_kv_heads = config.int_or("num_key_value_heads", spec.num_heads);
+  spec.max_position_embeddings = config.optional_int("max_position_embeddings");
+  spec.layer_is_sliding.assign(spec.num_layers, false);
+  return spec;
+}
+
+// Python's int(partial_rotary_factor * head_dim).
+int rotary_dims_of(const ConfigReader& config, int head_dim, double fallback) {
+  return int(config.number_or("partial_rotary_factor", fallback) * head_dim);
+}
+
+// Python's math.sqrt(1 / head_dim), the scale phi and stablelm compute.
+float sqrt_of_inverse(int head_dim) {
+  return static_cast<float>(std::sqrt(1.0 / head_dim));
+}
+
+// gemma with sandwich norms (plain adds), gelu_approx, attention logits
+// and final logits capped by tanh, the attention scale from
+// query_pre_attn_scalar; every layer attends to everything, as mlx-lm's
+// module does.
+TransformerSpec gemma2(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = config.required_int("head_dim");
+  spec.norm_style = NormStyle::one_plus_weight;
+  spec.activation = MlpActivation::gelu_approx;
+  spec.sandwich_norms = true;
+  spec.sandwich_clip = false;
+  spec.global_rope = {float(config.number_or("rope_theta", 10000)),
+                      config.bool_or("rope_traditional", false), nullptr};
+  spec.embedding_scale = static_cast<float>(std::sqrt(double(spec.hidden_size)));
+  spec.tied_head = TiedHead::tied;
+  finish_attention(spec);
+  spec.attention_scale =
+      static_cast<float>(1.0 / std::pow(config.number_or("query_pre_attn_scalar", 144.0), 0.5));
+  spec.attention_softcap = float(config.number_or("attn_logit_softcapping", 50.0));
+  spec.final_softcap = float(config.number_or("final_logit_softcapping", 30.0));
+  return spec;
+}
+
+// LayerNorm with biases, biases on every projection, a plain exact-gelu MLP
+// (c_fc, c_proj).
+TransformerSpec starcoder2(const ConfigReader& config) {
+  TransformerSpec spec;
+  spec.hidden_size = config.required_int("hidden_size");
+  spec.num_layers = config.required_int("num_hidden_layers");
+  spec.intermediate_size = config.required_int("intermediate_size");
+  spec.num_heads = config.required_int("num_attention_heads");
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.vocab_size = config.int_or("vocab_size", 49152);
+  spec.norm_eps = float(config.number_or("norm_epsilon", 1e-5));
+  spec.max_position_embeddings = config.optional_int("max_position_embeddings");
+  spec.layer_is_sliding.assign(spec.num_layers, false);
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.qkv_bias = spec.output_bias = spec.mlp_bias = true;
+  spec.norm_kind = NormKind::layer;
+  spec.norm_bias = true;
+  spec.gated_mlp = false;
+  spec.activation = MlpActivation::gelu;
+  spec.global_rope = {float(config.number_or("rope_theta", 100000)), false, nullptr};
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", true));
+  spec.weight_names = {{".mlp.c_fc.", ".mlp.up_proj."}, {".mlp.c_proj.", ".mlp.down_proj."}};
+  finish_attention(spec);
+  return spec;
+}
+
+// LayerNorm (1 + w) with biases, a plain relu² MLP, partial rotary with
+// optional linear scaling.
+TransformerSpec nemotron(const ConfigReader& config) {
+  auto spec = fields_with_eps(config, "norm_eps");
+  if (!config.has("hidden_act")) throw Error("config.json (model_type nemotron): no hidden_act");
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = head_dim_or_split(config, spec);
+  spec.qkv_bias = spec.output_bias = config.bool_or("attention_bias", false);
+  spec.mlp_bias = config.bool_or("mlp_bias", false);
+  spec.norm_kind = NormKind::layer;
+  spec.norm_style = NormStyle::one_plus_weight;
+  spec.norm_bias = true;
+  spec.gated_mlp = false;
+  spec.activation = MlpActivation::relu_squared;
+  const auto& scaling = config.object_or_null("rope_scaling");
+  if (!scaling.is_null() && scaling.value("type", scaling.value("rope_type", "")) != "linear")
+    throw Error("config.json (model_type nemotron): rope_scaling supports only type linear");
+  spec.global_rope = {float(config.number_or("rope_theta", 10000)), false, scaling};
+  spec.rotary_dims = rotary_dims_of(config, spec.head_dim, 0.5);
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", false));
+  finish_attention(spec);
+  return spec;
+}
+
+// cohere's defaults and names: LayerNorm, one norm before parallel
+// attention and MLP branches, interleaved rope, a tied head whose logits
+// are scaled.
+TransformerSpec cohere_fields(const ConfigReader& config, int layers, int hidden, int ffn,
+                              int heads, int kv_heads, double theta) {
+  TransformerSpec spec;
+  spec.hidden_size = config.int_or("hidden_size", hidden);
+  spec.num_layers = config.int_or("num_hidden_layers", layers);
+  spec.intermediate_size = config.int_or("intermediate_size", ffn);
+  spec.num_heads = config.int_or("num_attention_heads", heads);
+  spec.num_kv_heads = config.int_or("num_key_value_heads", kv_heads);
+  spec.vocab_size = config.int_or("vocab_size", 256000);
+  spec.norm_eps = float(config.number_or("layer_norm_eps", 1e-5));
+  spec.max_position_embeddings = config.optional_int("max_position_embeddings");
+  spec.layer_is_sliding.assign(spec.num_layers, false);
+  spec.qkv_bias = spec.output_bias = config.bool_or("attention_bias", false);
+  spec.norm_kind = NormKind::layer;
+  spec.norm_bias = config.bool_or("layer_norm_bias", false);
+  spec.layout = BlockLayout::parallel_branches_first;
+  spec.global_rope = {float(config.number_or("rope_theta", theta)), true, nullptr};
+  spec.tied_head = TiedHead::tied;
+  spec.logits_scale = float(config.number_or("logit_scale", 0.0625));
+  return spec;
+}
+
+// With optional per-head LayerNorms on q and k (weights [heads, head_dim]).
+TransformerSpec cohere(const ConfigReader& config) {
+  auto spec = cohere_fields(config, 40, 8192, 22528, 64, 64, 8000000.0);
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.qk_norm = config.bool_or("use_qk_norm", false);
+  spec.qk_norm_kind = NormKind::layer_then_weight;
+  finish_attention(spec);
+  return spec;
+}
+
+// Sliding layers with rope, every sliding_window_pattern-th layer global
+// without rotary positions; float16 queries attend in float32.
+TransformerSpec cohere2(const ConfigReader& config) {
+  auto spec = cohere_fields(config, 32, 4096, 14336, 32, 8, 50000.0);
+  spec.head_dim = config.int_or("head_dim", 128);
+  if (spec.head_dim * spec.num_heads != spec.hidden_size)
+    throw Error("config.json (model_type cohere2): hidden_size must be head_dim * heads");
+  spec.attention_upcast = AttentionUpcast::queries_when_float16;
+  finish_attention(spec);
+  const int pattern = config.int_or("sliding_window_pattern", 4);
+  for (int i = 0; i < spec.num_layers; ++i)
+    spec.layer_is_sliding[i] = spec.layer_uses_rope[i] = (i + 1) % pattern != 0;
+  spec.sliding_window = config.int_or("sliding_window", 4096);
+  return spec;
+}
+
+// LayerNorm with biases, partial rotary, optional parallel residual and
+// per-head q/k LayerNorms (one tensor per head), queries and keys in
+// float32 for attention, an untied head.
+TransformerSpec stablelm(const ConfigReader& config) {
+  auto spec = fields_with_eps(config, "layer_norm_eps");
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.qkv_bias = config.required_bool("use_qkv_bias");
+  spec.norm_kind = NormKind::layer;
+  spec.norm_bias = true;
+  if (config.bool_or("use_parallel_residual", false))
+    spec.layout = BlockLayout::parallel_residual_first;
+  spec.qk_norm = config.bool_or("qk_layernorm", false);
+  spec.qk_norm_kind = NormKind::layer_then_weight;
+  spec.qk_norm_weights_per_head = true;
+  spec.attention_upcast = AttentionUpcast::queries_and_keys;
+  spec.global_rope = {float(config.required_number("rope_theta")), false, nullptr};
+  spec.rotary_dims = int(config.required_number("partial_rotary_factor") * spec.head_dim);
+  spec.tied_head = TiedHead::untied;
+  spec.weight_names = {{".self_attn.q_layernorm.", ".self_attn.q_norm."},
+                       {".self_attn.k_layernorm.", ".self_attn.k_norm."}};
+  finish_attention(spec);
+  spec.attention_scale = sqrt_of_inverse(spec.head_dim);
+  return spec;
+}
+
+// LayerNorm with biases before parallel branches, a plain gelu_approx MLP
+// (fc1, fc2), partial rotary, float32 queries, an lm_head with a bias.
+TransformerSpec phi(const ConfigReader& config) {
+  TransformerSpec spec;
+  spec.hidden_size = config.int_or("hidden_size", 2560);
+  spec.num_layers = config.int_or("num_hidden_layers", 32);
+  spec.intermediate_size = config.int_or("intermediate_size", 10240);
+  spec.num_heads = config.int_or("num_attention_heads", 32);
+  spec.num_kv_heads = config.int_or("num_key_value_heads", spec.num_heads);
+  spec.vocab_size = config.int_or("vocab_size", 51200);
+  spec.norm_eps = float(config.number_or("layer_norm_eps", 1e-5));
+  spec.max_position_embeddings = config.int_or("max_position_embeddings", 2048);
+  spec.layer_is_sliding.assign(spec.num_layers, false);
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.qkv_bias = spec.output_bias = spec.mlp_bias = spec.head_bias = true;
+  spec.norm_kind = NormKind::layer;
+  spec.norm_bias = true;
+  spec.layout = BlockLayout::parallel_branches_first;
+  spec.gated_mlp = false;
+  spec.activation = MlpActivation::gelu_approx;
+  spec.attention_upcast = AttentionUpcast::queries;
+  spec.global_rope = {float(config.number_or("rope_theta", 10000)), false, nullptr};
+  spec.rotary_dims = rotary_dims_of(config, spec.head_dim, 0.4);
+  spec.tied_head = TiedHead::untied;
+  spec.weight_names = {{".self_attn.dense.", ".self_attn.o_proj."},
+                       {".mlp.fc1.", ".mlp.up_proj."},
+                       {".mlp.fc2.", ".mlp.down_proj."},
+                       {"model.final_layernorm.", "model.norm."}};
+  finish_attention(spec);
+  spec.attention_scale = sqrt_of_inverse(spec.head_dim);
+  return spec;
+}
+
+// Fused qkv_proj and gate_up_proj split at load, partial rotary, longrope
+// over the top-level original_max_position_embeddings.
+TransformerSpec phi3(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.max_position_embeddings = config.int_or("max_position_embeddings", 131072);
+  nlohmann::json scaling = config.object_or_null("rope_scaling");
+  if (!scaling.is_null()) {
+    if (!scaling.contains("long_factor") || !scaling.contains("type"))
+      throw Error("config.json (model_type phi3): rope_scaling needs long_factor and type");
+    const auto type = scaling["type"].is_string() ? scaling["type"].get<std::string>() : "";
+    if (type == "longrope" || type == "su")
+      scaling["original_max_position_embeddings"] =
+          config.int_or("original_max_position_embeddings", 4096);
+    else if (type != "linear")
+      scaling = nullptr;  // mlx-lm warns and runs without scaling
+  }
+  spec.global_rope = {float(config.number_or("rope_theta", 10000)),
+                      config.bool_or("rope_traditional", false), scaling};
+  spec.rotary_dims = rotary_dims_of(config, spec.head_dim, 1.0);
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", false));
+  const int q_rows = spec.num_heads * spec.head_dim, kv_rows = spec.num_kv_heads * spec.head_dim;
+  spec.fused_projections = {
+      {"qkv_proj", {{"q_proj", q_rows}, {"k_proj", kv_rows}, {"v_proj", kv_rows}}},
+      {"gate_up_proj",
+       {{"gate_proj", spec.intermediate_size}, {"up_proj", spec.intermediate_size}}}};
+  finish_attention(spec);
+  return spec;
+}
+
+// rope_scaling of type linear or dynamic, the only ones internlm accepts.
+nlohmann::json internlm_rope_scaling(const ConfigReader& config, const char* type_key) {
+  const auto& scaling = config.object_or_null("rope_scaling");
+  if (scaling.is_null()) return scaling;
+  const auto type = scaling.value(type_key, nlohmann::json()).is_string()
+                        ? scaling[type_key].get<std::string>()
+                        : std::string();
+  if (!scaling.contains("factor") || (type != "linear" && type != "dynamic"))
+    throw Error(std::string("config.json: rope_scaling needs a factor and ") + type_key +
+                " linear or dynamic");
+  return scaling;
+}
+
+// llama under internlm's names with a fused wqkv whose rows go per key/value
+// head (its queries, then its key, then its value), one bias switch for
+// the attention, linear or dynamic rope.
+TransformerSpec internlm2(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.max_position_embeddings = config.int_or("max_position_embeddings", 32768);
+  spec.qkv_bias = spec.output_bias = config.bool_or("bias", true);
+  spec.global_rope = {float(config.number_or("rope_theta", 10000)),
+                      config.bool_or("rope_traditional", false),
+                      internlm_rope_scaling(config, "type")};
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", false));
+  finish_attention(spec);
+  spec.weight_names = {{"model.tok_embeddings.", "model.embed_tokens."},
+                       {".attention.wqkv.", ".self_attn.wqkv."},
+                       {".attention.wo.", ".self_attn.o_proj."},
+                       {".feed_forward.w1.", ".mlp.gate_proj."},
+                       {".feed_forward.w3.", ".mlp.up_proj."},
+                       {".feed_forward.w2.", ".mlp.down_proj."},
+                       {".attention_norm.", ".input_layernorm."},
+                       {".ffn_norm.", ".post_attention_layernorm."},
+                       {"output.", "lm_head."}};
+  const int group = spec.num_heads / spec.num_kv_heads;
+  spec.fused_projections = {
+      {"wqkv",
+       {{"q_proj", group * spec.head_dim}, {"k_proj", spec.head_dim}, {"v_proj", spec.head_dim}},
+       spec.num_kv_heads}};
+  return spec;
+}
+
+// llama with bias switches for attention (qkv_bias, all four projections)
+// and the MLP (bias), linear or dynamic rope.
+TransformerSpec internlm3(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.max_position_embeddings = config.int_or("max_position_embeddings", 32768);
+  spec.qkv_bias = spec.output_bias = config.bool_or("qkv_bias", false);
+  spec.mlp_bias = config.bool_or("bias", false);
+  spec.global_rope = {float(config.number_or("rope_theta", 10000)),
+                      config.bool_or("rope_traditional", false),
+                      internlm_rope_scaling(config, "rope_type")};
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", false));
+  finish_attention(spec);
+  return spec;
+}
+
+// Per-head q/k RMSNorms after rope, and an NTK-alpha rope given as a
+// frequency table.
+TransformerSpec hunyuan_v1_dense(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = head_dim_or_split(config, spec);
+  spec.max_position_embeddings = config.int_or("max_position_embeddings", 32768);
+  spec.qkv_bias = spec.output_bias = config.bool_or("attention_bias", false);
+  spec.qk_norm = config.bool_or("use_qk_norm", true);
+  spec.qk_norm_after_rope = true;
+  const auto& scaling = config.object_or_null("rope_scaling");
+  double alpha = 1.0;
+  if (!scaling.is_null()) {
+    if (!scaling.contains("alpha") || !scaling.contains("factor") || !scaling.contains("type"))
+      throw Error(
+          "config.json (model_type hunyuan_v1_dense): rope_scaling needs alpha, factor "
+          "and type");
+    if (!scaling["alpha"].is_number())
+      throw Error("config.json (model_type hunyuan_v1_dense): rope_scaling alpha must be a number");
+    alpha = scaling["alpha"].get<double>();
+  }
+  const double dims = spec.head_dim;
+  const double base = config.number_or("rope_theta", 10000) * std::pow(alpha, dims / (dims - 2));
+  spec.global_rope = {float(base), false, nullptr, true};
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", false));
+  spec.weight_names = {{".self_attn.query_layernorm.", ".self_attn.q_norm."},
+                       {".self_attn.key_layernorm.", ".self_attn.k_norm."}};
+  finish_attention(spec);
+  return spec;
+}
+
+// llama with rope_parameters, sliding layers by layer_types, and Llama 4's
+// position-dependent query scale.
+TransformerSpec ministral3(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.head_dim = head_dim_or_split(config, spec);
+  const auto& parameters = config.object_or_null("rope_parameters");
+  for (const char* key : {"rope_theta", "llama_4_scaling_beta", "original_max_position_embeddings"})
+    if (!parameters.is_object() || !parameters.contains(key) || !parameters[key].is_number())
+      throw Error(std::string("config.json (model_type ministral3): rope_parameters needs a "
+                              "numeric ") +
+                  key);
+  spec.global_rope = {float(parameters["rope_theta"].get<double>()), false, parameters};
+  spec.query_position_scale =
+      QueryPositionScale{parameters["llama_4_scaling_beta"].get<double>(),
+                         int(parameters["original_max_position_embeddings"].get<double>())};
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", true));
+  finish_attention(spec);
+  if (config.has("layer_types")) {
+    const auto& types = per_layer(config, "layer_types", spec.num_layers, "type");
+    for (int i = 0; i < spec.num_layers; ++i)
+      spec.layer_is_sliding[i] = types[i] == "sliding_attention";
+    spec.sliding_window = config.optional_int("sliding_window");
+  }
+  return spec;
+}
+
+// A plain MLP with XieLU, per-head q/k RMSNorms, no attention biases,
+// apertus's norm names.
+TransformerSpec apertus(const ConfigReader& config) {
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.required_int("num_key_value_heads");
+  spec.head_dim = spec.hidden_size / spec.num_heads;
+  spec.max_position_embeddings = config.required_int("max_position_embeddings");
+  config.required_bool("attention_bias");  // required by mlx-lm, unused by its module
+  config.required_bool("post_norm");
+  config.required_bool("qk_norm");
+  spec.mlp_bias = config.required_bool("mlp_bias");
+  spec.qk_norm = true;
+  spec.gated_mlp = false;
+  spec.activation = MlpActivation::xielu;
+  spec.global_rope = {float(config.required_number("rope_theta")),
+                      config.bool_or("rope_traditional", false),
+                      config.object_or_null("rope_scaling")};
+  spec.tied_head = tied_if(config.required_bool("tie_word_embeddings"));
+  spec.weight_names = {{".attention_layernorm.", ".input_layernorm."},
+                       {".feedforward_layernorm.", ".post_attention_layernorm."}};
+  finish_attention(spec);
+  return spec;
+}
+
 const std::vector<std::pair<std::string, Builder>>& table() {
   static const std::vector<std::pair<std::string, Builder>> builders = {
-      {"llama", llama},       {"qwen2", qwen2},
-      {"qwen3", qwen3},       {"gemma3_text", gemma3_text},
-      {"gemma", gemma},       {"helium", helium},
-      {"smollm3", smollm3},   {"exaone", exaone},
-      {"ernie4_5", ernie4_5}, {"seed_oss", seed_oss},
-      {"mimo", mimo},         {"granite", granite},
-      {"minicpm", minicpm},   {"olmo2", olmo2},
-      {"olmo3", olmo3},       {"exaone4", exaone4},
-      {"glm4", glm4}};
+      {"llama", llama},
+      {"qwen2", qwen2},
+      {"qwen3", qwen3},
+      {"gemma3_text", gemma3_text},
+      {"gemma", gemma},
+      {"helium", helium},
+      {"smollm3", smollm3},
+      {"exaone", exaone},
+      {"ernie4_5", ernie4_5},
+      {"seed_oss", seed_oss},
+      {"mimo", mimo},
+      {"granite", granite},
+      {"minicpm", minicpm},
+      {"olmo2", olmo2},
+      {"olmo3", olmo3},
+      {"exaone4", exaone4},
+      {"glm4", glm4},
+      {"gemma2", gemma2},
+      {"starcoder2", starcoder2},
+      {"nemotron", nemotron},
+      {"cohere", cohere},
+      {"cohere2", cohere2},
+      {"stablelm", stablelm},
+      {"phi", phi},
+      {"phi3", phi3},
+      {"internlm2", internlm2},
+      {"internlm3", internlm3},
+      {"hunyuan_v1_dense", hunyuan_v1_dense},
+      {"ministral3", ministral3},
+      {"apertus", apertus}};
   return builders;
 }
 
@@ -429,10 +831,51 @@ TransformerSpec build_transformer_spec(const nlohmann::json& config) {
     spec.model_type = model_type;
     return spec;
   }
-  std::string list;
-  for (const auto& name : supported_model_types()) list += (list.empty() ? "" : ", ") + name;
-  throw Error("unsupported model_type '" + config["model_type"].get<std::string>() +
-              "' (supported: " + list + "; mistral and iquestcoder map to llama)");
+  auto requested = config["model_type"].get<std::string>();
+  auto join = [](const std::vector<std::string>& names) {
+    std::string list;
+    for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+    return list;
+  };
+  auto closest = closest_model_types(requested);
+  throw Error("unsupported model_type '" + requested + "'" +
+              (closest.empty() ? "" : " (closest supported: " + join(closest) + ")") +
+              "; supported: " + join(supported_model_types()) +
+              "; mistral and iquestcoder map to llama");
+}
+
+std::vector<std::string> closest_model_types(const std::string& model_type) {
+  // Edit distance, with a supported name that begins the requested one
+  // (qwen3 for qwen3_moe) or the reverse counted as one edit.
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+        diagonal = above;
+      }
+    }
+    const bool prefix = a.rfind(b, 0) == 0 || b.rfind(a, 0) == 0;
+    // {counted, edits}: ties go to fewer real edits (gemma2 before gemma
+    // for gemma2x).
+    return std::pair<size_t, size_t>{prefix ? std::min<size_t>(row[b.size()], 1) : row[b.size()],
+                                     row[b.size()]};
+  };
+  std::vector<std::pair<std::pair<size_t, size_t>, std::string>> scored;
+  const size_t limit = std::max<size_t>(2, model_type.size() / 3);
+  for (const auto& name : supported_model_types()) {
+    const auto d = distance(model_type, name);
+    if (d.first <= limit) scored.emplace_back(d, name);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> names;
+  for (size_t i = 0; i < scored.size() && i < 3; ++i) names.push_back(scored[i].second);
+  return names;
 }
 
 }  // namespace mlx_cpp

@@ -17,8 +17,13 @@ std::vector<std::string> supported_model_types();
 // Applies mlx-lm's MODEL_REMAPPING (mistral → llama, ...).
 std::string remap_model_type(const std::string& model_type);
 
-// Builds the spec for config["model_type"]; throws Error listing the
-// supported types for an unknown one, or naming a missing/invalid field.
+// Up to three supported types nearest to an unsupported one (by edit
+// distance; qwen3 for qwen3_moe), nearest first.
+std::vector<std::string> closest_model_types(const std::string& model_type);
+
+// Builds the spec for config["model_type"]; throws Error naming the
+// closest supported types and listing all for an unknown one, or naming a
+// missing/invalid field.
 TransformerSpec build_transformer_spec(const nlohmann::json& config);
 
 }  // namespace mlx_cpp

@@ -23,7 +23,7 @@ Attention::Heads Attention::project_heads(const mx::array& x) const {
   // transposing, one graph step less per tensor (each step costs
   // microseconds of scheduling per token).
   const bool one_row = kernels == KernelMode::fast && length == 1;
-  auto split_heads = [&](const mx::array& t, int heads, const std::optional<RmsNorm>& norm) {
+  auto split_heads = [&](const mx::array& t, int heads, const std::optional<Norm>& norm) {
     if (one_row && !norm) return mx::reshape(t, {batch, heads, 1, -1});
     auto shaped = mx::reshape(t, {batch, length, heads, -1});  // [B, L, H, D]
     if (norm) shaped = (*norm)(shaped);
@@ -31,6 +31,10 @@ Attention::Heads Attention::project_heads(const mx::array& x) const {
     return mx::transpose(shaped, {0, 2, 1, 3});  // [B, H, L, D]
   };
   auto qkv = Linear::apply_all(x, {&q_proj, &k_proj, &v_proj});
+  if (qk_norm_after_rope)
+    return {split_heads(qkv[0], num_heads, std::nullopt),
+            split_heads(qkv[1], num_kv_heads, std::nullopt),
+            split_heads(qkv[2], num_kv_heads, std::nullopt)};
   if (qk_norm_full_width)
     return {split_heads((*q_norm)(qkv[0]), num_heads, std::nullopt),
             split_heads((*k_norm)(qkv[1]), num_kv_heads, std::nullopt),
@@ -39,13 +43,70 @@ Attention::Heads Attention::project_heads(const mx::array& x) const {
           split_heads(qkv[2], num_kv_heads, std::nullopt)};
 }
 
+namespace {
+
+// Llama 4's query scale for `length` queries after `offset` tokens, [L, 1]
+// in `dtype`, as mlx-lm's _get_llama_4_attn_scale computes it.
+mx::array query_position_scale(const QueryPositionScale& scale, int length, int offset,
+                               mx::Dtype dtype) {
+  auto positions = mx::astype(mx::add(mx::arange(length), mx::array(offset)), mx::float32);
+  auto blocks =
+      mx::floor(mx::divide(positions, mx::array(float(scale.original_max_position_embeddings))));
+  auto scaling = mx::add(mx::array(1.0f), mx::multiply(mx::array(float(scale.beta)),
+                                                       mx::log(mx::add(mx::array(1.0f), blocks))));
+  return mx::astype(mx::reshape(scaling, {length, 1}), dtype);
+}
+
+// gemma2's attention from ops: scores capped by tanh(s / cap) * cap, the
+// mask applied as an array, a precise softmax. q [B, H, L, D], k and v
+// [B, kv_heads, S, D]; query heads share key heads by a reshape, as
+// mlx-lm's module does.
+mx::array softcapped_attention(mx::array queries, mx::array keys, mx::array values, float scale,
+                               float softcap, const AttentionMask& mask, int offset) {
+  const int batch = queries.shape(0), heads = queries.shape(1), length = queries.shape(2),
+            head_dim = queries.shape(3), kv_heads = keys.shape(1);
+  const int repeats = heads / kv_heads;
+  queries = mx::multiply(queries, mx::array(scale, queries.dtype()));
+  if (repeats > 1) {
+    queries = mx::reshape(queries, {batch, kv_heads, repeats, length, head_dim});
+    keys = mx::expand_dims(keys, 2);
+    values = mx::expand_dims(values, 2);
+  }
+  auto scores = mx::matmul(queries, mx::swapaxes(keys, -1, -2));
+  scores = mx::tanh(mx::divide(scores, mx::array(softcap, scores.dtype())));
+  scores = mx::multiply(scores, mx::array(softcap, scores.dtype()));
+  std::optional<mx::array> mask_array = mask.mask;
+  if (mask.kind == AttentionMask::Kind::causal)
+    mask_array = causal_mask(length, offset, std::nullopt);
+  if (mask.kind != AttentionMask::Kind::none && mask_array) {
+    if (mask_array->dtype() == mx::bool_)
+      scores =
+          mx::where(*mask_array, scores, mx::array(mx::finfo(scores.dtype()).min, scores.dtype()));
+    else
+      scores = mx::add(scores, *mask_array);
+  }
+  scores = mx::softmax(scores, -1, /*precise=*/true);
+  auto output = mx::matmul(scores, values);
+  if (repeats > 1) output = mx::reshape(output, {batch, heads, length, head_dim});
+  return output;
+}
+
+}  // namespace
+
 mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array values,
                             const AttentionMask& mask, KvCache& cache,
                             std::optional<int> ring_newest_first) const {
   const int offset = cache.offset();
   auto rotated = rope.apply(queries, offset);
   keys = rope.apply(keys, offset);
-  if (kernels == KernelMode::fast && keys.dtype() == mx::float32) {
+  if (qk_norm_after_rope) {
+    rotated = (*q_norm)(rotated);
+    keys = (*k_norm)(keys);
+  }
+  // Attention computed otherwise than by the fused op (casts, softcaps)
+  // runs MLX's ops on both paths.
+  const bool plain = upcast == AttentionUpcast::none && !softcap;
+  if (plain && kernels == KernelMode::fast && keys.dtype() == mx::float32) {
     // The fast path keeps float32 keys and values as float16, as llama.cpp's
     // default cache does: half the cache memory and bandwidth for 2^-11
     // relative rounding (the fidelity tests bound the logits).
@@ -55,6 +116,12 @@ mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array 
   auto [all_keys, all_values] =
       ring_newest_first ? cache.update_and_fetch_in_ring_order(keys, values, *ring_newest_first)
                         : cache.update_and_fetch(keys, values);
+  if (query_position_scale)
+    rotated =
+        mx::multiply(rotated, mlx_cpp::query_position_scale(*query_position_scale, rotated.shape(2),
+                                                            offset, rotated.dtype()));
+  if (softcap)
+    return softcapped_attention(rotated, all_keys, all_values, scale, *softcap, mask, offset);
 
   std::string mode;
   std::optional<mx::array> mask_array;
@@ -62,6 +129,16 @@ mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array 
   if (mask.kind == AttentionMask::Kind::array) {
     mode = "array";
     mask_array = mask.mask;
+  }
+  if (!plain) {
+    const auto result_type = all_values.dtype();
+    const bool cast_queries =
+        upcast != AttentionUpcast::queries_when_float16 || rotated.dtype() == mx::float16;
+    if (cast_queries) rotated = mx::astype(rotated, mx::float32);
+    if (upcast == AttentionUpcast::queries_and_keys) all_keys = mx::astype(all_keys, mx::float32);
+    auto attended = mx::fast::scaled_dot_product_attention(rotated, all_keys, all_values, scale,
+                                                           mode, mask_array);
+    return cast_queries ? mx::astype(attended, result_type) : attended;
   }
   return kernels == KernelMode::fast ? kernels::attention_fast(rotated, all_keys, all_values, scale,
                                                                mode == "causal", mask_array)
@@ -103,33 +180,58 @@ mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const
   return output(mx::concatenate(attended, 0));
 }
 
-mx::array GatedMlp::operator()(const mx::array& x) const {
-  auto gate_up = Linear::apply_all(x, {&gate_proj, &up_proj});
+mx::array Mlp::activate(const mx::array& x) const {
+  switch (activation) {
+    case MlpActivation::silu:
+      return silu(x);
+    case MlpActivation::gelu_approx:
+      return gelu_approx(x);
+    case MlpActivation::gelu:
+      return gelu(x);
+    case MlpActivation::relu_squared:
+      return relu_squared(x);
+    case MlpActivation::xielu:
+      return mlx_cpp::xielu(x, xielu->alpha_p, xielu->alpha_n, xielu->beta, xielu->eps);
+  }
+  throw std::logic_error("unknown MLP activation");
+}
+
+mx::array Mlp::operator()(const mx::array& x) const {
+  if (!gate_proj) return down_proj(activate(up_proj(x)));
+  auto gate_up = Linear::apply_all(x, {&*gate_proj, &up_proj});
   const auto &gate = gate_up[0], &up = gate_up[1];
-  // The exact gelu has no kernel: its stock ops serve both paths.
-  if (activation == GatedActivation::gelu) return down_proj(mx::multiply(gelu(gate), up));
-  if (kernels == KernelMode::fast) {
-    auto kind = activation == GatedActivation::gelu_approx ? kernels::GatedActivation::gelu_approx
-                                                           : kernels::GatedActivation::silu;
+  const bool has_kernel =
+      activation == MlpActivation::silu || activation == MlpActivation::gelu_approx;
+  if (kernels == KernelMode::fast && has_kernel) {
+    auto kind = activation == MlpActivation::gelu_approx ? kernels::GatedActivation::gelu_approx
+                                                         : kernels::GatedActivation::silu;
     return down_proj(kernels::gated_activation_fast(gate, up, kind));
   }
-  if (activation == GatedActivation::gelu_approx)
-    return down_proj(mx::multiply(gelu_approx(gate), up));
-  return down_proj(swiglu(gate, up));
+  // swiglu is one compiled function in mlx-lm; the others multiply after.
+  if (activation == MlpActivation::silu) return down_proj(swiglu(gate, up));
+  return down_proj(mx::multiply(activate(gate), up));
 }
 
 template <class Attend>
 mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
+  if (layout != BlockLayout::sequential) {  // one norm feeds both branches
+    auto normed = (*input_norm)(x);
+    auto attended = attend(normed);
+    auto fed_forward = mlp(normed);
+    if (layout == BlockLayout::parallel_branches_first)
+      return mx::add(mx::add(attended, fed_forward), x);
+    return mx::add(mx::add(x, attended), fed_forward);
+  }
   if (!input_norm) {  // post-norm (olmo2): the branches' outputs are normed
-    auto h = mx::add(x, post_attention_norm(attend(x)));
+    auto h = mx::add(x, (*post_attention_norm)(attend(x)));
     return mx::add(h, (*post_feedforward_norm)(mlp(h)));
   }
   auto attended = attend((*input_norm)(x));
-  if (pre_feedforward_norm) {  // sandwich norms (gemma 3, glm4)
+  if (pre_feedforward_norm) {  // sandwich norms (gemma 2/3, glm4)
     auto add = [this](const mx::array& a, const mx::array& b) {
       return sandwich_clip ? clip_residual(a, b) : mx::add(a, b);
     };
-    auto h = add(x, post_attention_norm(attended));
+    auto h = add(x, (*post_attention_norm)(attended));
     auto mlp_out = mlp((*pre_feedforward_norm)(h));
     return add(h, (*post_feedforward_norm)(mlp_out));
   }
@@ -138,7 +240,7 @@ mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
     return residual_scale ? mx::multiply(branch, mx::array(*residual_scale, branch.dtype()))
                           : branch;
   };
-  auto [h, normed] = post_attention_norm.add_then_apply(x, scaled(attended));
+  auto [h, normed] = post_attention_norm->add_then_apply(x, scaled(attended));
   return mx::add(h, scaled(mlp(normed)));
 }
 
@@ -162,19 +264,19 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
     fused_layers_.push_back(options.fused_decode ? FusedDecodeBlock::make(layers_.back())
                                                  : std::nullopt);
   }
-  final_norm_ = RmsNorm::load(weights, "model.norm", spec_.hidden_size, spec_.norm_eps,
-                              spec_.norm_style, kernels_);
+  final_norm_ = Norm::load(weights, "model.norm", spec_.hidden_size, spec_.norm_eps,
+                           {spec_.norm_kind, spec_.norm_style, spec_.norm_bias}, kernels_);
   bool tied = spec_.tied_head == TiedHead::tied ||
               (spec_.tied_head == TiedHead::if_head_missing && !weights.contains("lm_head.weight"));
   if (tied)
     weights.discard("lm_head.weight");  // mlx-lm drops a redundant head of tied models
   else
     lm_head_ = Linear::load(weights, quantization, "lm_head", spec_.hidden_size, spec_.vocab_size,
-                            false, kernels_);
+                            spec_.head_bias, kernels_);
   const size_t hidden = spec_.hidden_size, kv = size_t(spec_.num_kv_heads) * spec_.head_dim;
   const size_t q = size_t(spec_.num_heads) * spec_.head_dim;
-  const size_t per_layer =
-      hidden * (q + 2 * kv) + q * hidden + 3 * hidden * size_t(spec_.intermediate_size);
+  const size_t per_layer = hidden * (q + 2 * kv) + q * hidden +
+                           (spec_.gated_mlp ? 3 : 2) * hidden * size_t(spec_.intermediate_size);
   parameter_count_ =
       per_layer * spec_.num_layers + size_t(spec_.vocab_size) * hidden * (tied ? 1 : 2);
 }
@@ -189,9 +291,11 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
     return Linear::load(weights, quantization, prefix + name, in, out, bias, kernels_);
   };
   auto norm = [&](const std::string& name, int dims) {
-    return RmsNorm::load(weights, prefix + name, dims, spec_.norm_eps, spec_.norm_style, kernels_);
+    return Norm::load(weights, prefix + name, dims, spec_.norm_eps,
+                      {spec_.norm_kind, spec_.norm_style, spec_.norm_bias}, kernels_);
   };
   TransformerBlock block;
+  block.layout = spec_.layout;
   block.sliding = spec_.layer_is_sliding[index];
   block.residual_scale = spec_.residual_scale;
   block.sandwich_clip = spec_.sandwich_clip;
@@ -200,17 +304,18 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   attention.k_proj = linear("self_attn.k_proj", hidden, kv_dims, spec_.qkv_bias);
   attention.v_proj = linear("self_attn.v_proj", hidden, kv_dims, spec_.qkv_bias);
   attention.o_proj = linear("self_attn.o_proj", q_dims, hidden, spec_.output_bias);
-  if (spec_.qk_norm) {
-    attention.qk_norm_full_width = spec_.qk_norm_full_width;
-    attention.q_norm = norm("self_attn.q_norm", spec_.qk_norm_full_width ? q_dims : head_dim);
-    attention.k_norm = norm("self_attn.k_norm", spec_.qk_norm_full_width ? kv_dims : head_dim);
-  }
+  if (spec_.qk_norm) load_qk_norms(weights, prefix, attention);
+  attention.upcast = spec_.attention_upcast;
+  attention.softcap = spec_.attention_softcap;
+  attention.query_position_scale = spec_.query_position_scale;
   weights.discard(prefix + "self_attn.rotary_emb.inv_freq");
   const auto& rope = block.sliding ? spec_.local_rope : spec_.global_rope;
+  const int rope_dims = spec_.rotary_dims.value_or(head_dim);
   if (spec_.layer_uses_rope[index])
-    attention.rope =
-        make_rotary_embedding(spec_.rotary_dims.value_or(head_dim), rope.base, rope.traditional,
-                              rope.scaling, spec_.max_position_embeddings);
+    attention.rope = rope.base_as_frequencies
+                         ? make_frequency_table_rope(rope_dims, rope.base, rope.traditional)
+                         : make_rotary_embedding(rope_dims, rope.base, rope.traditional,
+                                                 rope.scaling, spec_.max_position_embeddings);
   attention.rope.fast_kernel = kernels_ == KernelMode::fast;
   attention.kernels = kernels_;
   attention.num_heads = spec_.num_heads;
@@ -218,15 +323,59 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   attention.scale = spec_.attention_scale;
 
   const int ffn = spec_.intermediate_size;
-  block.mlp = {linear("mlp.gate_proj", hidden, ffn, spec_.mlp_bias),
-               linear("mlp.up_proj", hidden, ffn, spec_.mlp_bias),
-               linear("mlp.down_proj", ffn, hidden, spec_.mlp_bias), spec_.activation, kernels_};
+  auto& mlp = block.mlp;
+  if (spec_.gated_mlp) mlp.gate_proj = linear("mlp.gate_proj", hidden, ffn, spec_.mlp_bias);
+  mlp.up_proj = linear("mlp.up_proj", hidden, ffn, spec_.mlp_bias);
+  mlp.down_proj = linear("mlp.down_proj", ffn, hidden, spec_.mlp_bias);
+  mlp.activation = spec_.activation;
+  mlp.kernels = kernels_;
+  if (spec_.activation == MlpActivation::xielu) {
+    // mlx-lm squeezes alpha_p and alpha_n at load; beta and eps are scalars.
+    auto scalar = [&](const std::string& name, bool squeeze) {
+      auto value = weights.take(prefix + "mlp.act_fn." + name,
+                                squeeze ? std::nullopt : std::optional(mx::Shape{}));
+      if (squeeze && value.size() != 1)
+        weights.report(prefix + "mlp.act_fn." + name + " must hold one value, not shape " +
+                       describe_shape(value.shape()));
+      return squeeze && value.size() == 1 ? mx::reshape(value, {}) : value;
+    };
+    mlp.xielu = XieluParameters{scalar("alpha_p", true), scalar("alpha_n", true),
+                                scalar("beta", false), scalar("eps", false)};
+  }
   if (!spec_.post_norms) block.input_norm = norm("input_layernorm", hidden);
-  block.post_attention_norm = norm("post_attention_layernorm", hidden);
+  if (spec_.layout == BlockLayout::sequential)
+    block.post_attention_norm = norm("post_attention_layernorm", hidden);
   if (spec_.sandwich_norms) block.pre_feedforward_norm = norm("pre_feedforward_layernorm", hidden);
   if (spec_.sandwich_norms || spec_.post_norms)
     block.post_feedforward_norm = norm("post_feedforward_layernorm", hidden);
   return block;
+}
+
+void DenseTransformer::load_qk_norms(WeightStore& weights, const std::string& prefix,
+                                     Attention& attention) const {
+  const int head_dim = spec_.head_dim;
+  attention.qk_norm_full_width = spec_.qk_norm_full_width;
+  attention.qk_norm_after_rope = spec_.qk_norm_after_rope;
+  auto load = [&](const std::string& name, int heads) {
+    const auto path = prefix + "self_attn." + name;
+    if (spec_.qk_norm_kind == NormKind::layer_then_weight) {
+      // One weight per head, [heads, head_dim], multiplied after the norm.
+      const NormShape shape{NormKind::layer_then_weight, NormStyle::weight, false};
+      if (!spec_.qk_norm_weights_per_head)
+        return Norm::load(weights, path, mx::Shape{heads, head_dim}, spec_.norm_eps, shape,
+                          kernels_);
+      std::vector<mx::array> rows;
+      for (int h = 0; h < heads; ++h)
+        rows.push_back(
+            weights.take(path + ".norms." + std::to_string(h) + ".weight", mx::Shape{head_dim}));
+      return Norm::from_weight(mx::stack(rows), spec_.norm_eps, shape, kernels_);
+    }
+    const int dims = spec_.qk_norm_full_width ? heads * head_dim : head_dim;
+    return Norm::load(weights, path, dims, spec_.norm_eps,
+                      {spec_.qk_norm_kind, spec_.norm_style, false}, kernels_);
+  };
+  attention.q_norm = load("q_norm", spec_.num_heads);
+  attention.k_norm = load("k_norm", spec_.num_kv_heads);
 }
 
 size_t Attention::bytes() const {
@@ -235,9 +384,11 @@ size_t Attention::bytes() const {
 }
 
 size_t TransformerBlock::bytes() const {
-  return attention.bytes() + mlp.bytes() + (input_norm ? input_norm->bytes() : 0) +
-         post_attention_norm.bytes() + (pre_feedforward_norm ? pre_feedforward_norm->bytes() : 0) +
-         (post_feedforward_norm ? post_feedforward_norm->bytes() : 0);
+  size_t total = attention.bytes() + mlp.bytes();
+  for (const auto* norm :
+       {&input_norm, &post_attention_norm, &pre_feedforward_norm, &post_feedforward_norm})
+    total += *norm ? (*norm)->bytes() : 0;
+  return total;
 }
 
 int DenseTransformer::fused_layer_count() const {
@@ -276,6 +427,12 @@ mx::array DenseTransformer::head(const mx::array& h) const {
   auto logits = lm_head_ ? (*lm_head_)(normed) : embed_tokens_.as_linear(normed);
   if (spec_.logits_divisor)
     logits = mx::divide(logits, mx::array(*spec_.logits_divisor, logits.dtype()));
+  if (spec_.logits_scale)
+    logits = mx::multiply(logits, mx::array(*spec_.logits_scale, logits.dtype()));
+  if (spec_.final_softcap) {
+    const auto cap = mx::array(*spec_.final_softcap, logits.dtype());
+    logits = mx::multiply(mx::tanh(mx::divide(logits, cap)), cap);
+  }
   return logits;
 }
 

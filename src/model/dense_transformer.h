@@ -1,7 +1,8 @@
 #pragma once
 // The generic dense decoder: one graph for the llama family, shaped by a
-// TransformerSpec (norm style, q/k norms, biases, activation, sandwich
-// norms, sliding-window layers, tied head). Reads like the maths:
+// TransformerSpec (norm kinds, q/k norms, biases, the MLP's form and
+// activation, sequential or parallel blocks, sandwich norms, sliding-window
+// layers, softcaps, tied head). Reads like the maths:
 // norm → attention → residual → norm → MLP → residual.
 #include <optional>
 #include <vector>
@@ -28,8 +29,12 @@ struct LayerRows {
 
 struct Attention {
   Linear q_proj, k_proj, v_proj, o_proj;
-  std::optional<RmsNorm> q_norm, k_norm;
+  std::optional<Norm> q_norm, k_norm;
   bool qk_norm_full_width = false;  // olmo2: over the whole projection, not per head
+  bool qk_norm_after_rope = false;  // hunyuan
+  AttentionUpcast upcast = AttentionUpcast::none;
+  std::optional<float> softcap;  // gemma2: attention computed from ops, logits capped
+  std::optional<QueryPositionScale> query_position_scale;  // ministral3
   RotaryEmbedding rope;
   int num_heads = 0, num_kv_heads = 0;
   float scale = 1.0f;
@@ -55,23 +60,39 @@ struct Attention {
   mlx::core::array output(const mlx::core::array& attended) const;
 };
 
-struct GatedMlp {
-  Linear gate_proj, up_proj, down_proj;
-  GatedActivation activation = GatedActivation::silu;
+// apertus's XieLU: its four learned scalars.
+struct XieluParameters {
+  mlx::core::array alpha_p, alpha_n, beta, eps;
+};
+
+// Gated: down(act(gate(x)) * up(x)); plain (no gate_proj): down(act(up(x))).
+struct Mlp {
+  std::optional<Linear> gate_proj;
+  Linear up_proj, down_proj;
+  MlpActivation activation = MlpActivation::silu;
+  std::optional<XieluParameters> xielu;
   KernelMode kernels = KernelMode::stock;
   mlx::core::array operator()(const mlx::core::array& x) const;
-  size_t bytes() const { return gate_proj.bytes() + up_proj.bytes() + down_proj.bytes(); }
+  size_t bytes() const {
+    return (gate_proj ? gate_proj->bytes() : 0) + up_proj.bytes() + down_proj.bytes();
+  }
+
+ private:
+  mlx::core::array activate(const mlx::core::array& x) const;
 };
 
 struct TransformerBlock {
   Attention attention;
-  GatedMlp mlp;
-  std::optional<RmsNorm> input_norm;  // none in a post-norm block (olmo2)
-  RmsNorm post_attention_norm;  // llama: before the MLP; gemma, olmo2: on the attention output
-  std::optional<RmsNorm> pre_feedforward_norm;   // gemma 3
-  std::optional<RmsNorm> post_feedforward_norm;  // gemma 3, olmo2: on the MLP output
-  std::optional<float> residual_scale;           // granite, minicpm: branch outputs times this
-  bool sandwich_clip = true;                     // gemma 3: float16 sums clipped; glm4: plain adds
+  Mlp mlp;
+  BlockLayout layout = BlockLayout::sequential;
+  std::optional<Norm> input_norm;  // none in a post-norm block (olmo2)
+  // llama: before the MLP; gemma, olmo2: on the attention output; none in
+  // a parallel block.
+  std::optional<Norm> post_attention_norm;
+  std::optional<Norm> pre_feedforward_norm;   // gemma 3
+  std::optional<Norm> post_feedforward_norm;  // gemma 3, olmo2: on the MLP output
+  std::optional<float> residual_scale;        // granite, minicpm: branch outputs times this
+  bool sandwich_clip = true;                  // gemma 3: float16 sums clipped; glm4: plain adds
   bool sliding = false;
 
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
@@ -107,6 +128,8 @@ class DenseTransformer : public LanguageModel {
  private:
   TransformerBlock load_block(WeightStore& weights, const QuantizationConfig& quantization,
                               int index) const;
+  // A block's q and k norms, per the spec's kind.
+  void load_qk_norms(WeightStore& weights, const std::string& prefix, Attention& attention) const;
 
   // The scaled input embeddings of tokens [B, L] → [B, L, hidden].
   mlx::core::array embed(const mlx::core::array& tokens) const;
@@ -121,7 +144,7 @@ class DenseTransformer : public LanguageModel {
   std::vector<TransformerBlock> layers_;
   // Per layer, its one-node decode step where it has one (fast kernels).
   std::vector<std::optional<FusedDecodeBlock>> fused_layers_;
-  std::optional<RmsNorm> final_norm_;
+  std::optional<Norm> final_norm_;
   std::optional<Linear> lm_head_;  // absent when tied
   size_t parameter_count_ = 0;
 };

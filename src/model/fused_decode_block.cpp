@@ -30,7 +30,7 @@ struct Projection {
   }
 };
 
-struct Norm {
+struct RmsWeights {
   mx::array weight;
   float eps;
 };
@@ -38,8 +38,8 @@ struct Norm {
 }  // namespace
 
 struct FusedDecodeBlock::Plan {
-  Norm input_norm, post_attention_norm;
-  std::optional<Norm> q_norm, k_norm;
+  RmsWeights input_norm, post_attention_norm;
+  std::optional<RmsWeights> q_norm, k_norm;
   Projection q, k, v, o, gate, up, down;
   int rope_dims = 0;
   bool rope_traditional = false;
@@ -117,7 +117,7 @@ void project(const mx::array& x, const std::vector<const Projection*>& projectio
 }
 
 // A per-head norm when the block has one, else the projection as it is.
-mx::array head_norm(const std::optional<Norm>& norm, const mx::array& heads, mx::Dtype type) {
+mx::array head_norm(const std::optional<RmsWeights>& norm, const mx::array& heads, mx::Dtype type) {
   if (!norm) return heads;
   auto normed = eager::allocated_array(heads.shape(), type);
   eager::rms_norm(heads, norm->weight, norm->eps, normed);
@@ -272,8 +272,27 @@ std::optional<Projection> fast_projection(const Linear& linear) {
   return Projection{*linear.quantized_tensor(), linear.bias()};
 }
 
-Norm norm_of(const RmsNorm& norm) {
+RmsWeights norm_of(const Norm& norm) {
   return {norm.weight(), norm.eps()};
+}
+
+// Whether the block is the llama-family block the step computes: RMS
+// norms before each branch, a gated MLP of an activation it has a kernel
+// for, plain attention (no softcap, casts or query scales) and a rope of a
+// fixed base.
+bool fused_step_covers(const TransformerBlock& block) {
+  const auto& attention = block.attention;
+  const auto& mlp = block.mlp;
+  auto rms = [](const std::optional<Norm>& norm) { return !norm || norm->kind() == NormKind::rms; };
+  return block.input_norm && !block.pre_feedforward_norm && !block.residual_scale &&
+         block.layout == BlockLayout::sequential && block.input_norm->kind() == NormKind::rms &&
+         block.post_attention_norm && block.post_attention_norm->kind() == NormKind::rms &&
+         rms(attention.q_norm) && rms(attention.k_norm) && !attention.qk_norm_full_width &&
+         !attention.qk_norm_after_rope && attention.upcast == AttentionUpcast::none &&
+         !attention.softcap && !attention.query_position_scale &&
+         attention.kernels == KernelMode::fast && attention.rope.fast_kernel &&
+         !attention.rope.dynamic && mlp.gate_proj &&
+         (mlp.activation == MlpActivation::silu || mlp.activation == MlpActivation::gelu_approx);
 }
 
 // Every array the plan holds, evaluated now: the step reads their buffers.
@@ -295,26 +314,22 @@ void evaluate(const Plan& p) {
 std::optional<FusedDecodeBlock> FusedDecodeBlock::make(const TransformerBlock& block) {
   const auto& attention = block.attention;
   const auto& mlp = block.mlp;
-  // Not fused (their op graphs run instead): post-norm and sandwich blocks,
-  // q/k norms over whole projections, scaled residual branches and
-  // activations the step has no kernel for.
-  if (!block.input_norm || block.pre_feedforward_norm || block.residual_scale ||
-      attention.qk_norm_full_width || attention.kernels != KernelMode::fast ||
-      !attention.rope.fast_kernel || mlp.activation == GatedActivation::gelu)
-    return std::nullopt;
+  // Other blocks (post-norm and sandwich blocks, scaled residual branches,
+  // parallel branches, ...) run their op graphs instead.
+  if (!fused_step_covers(block)) return std::nullopt;
   std::vector<std::optional<Projection>> projections;
   for (const auto* linear : {&attention.q_proj, &attention.k_proj, &attention.v_proj,
-                             &attention.o_proj, &mlp.gate_proj, &mlp.up_proj, &mlp.down_proj}) {
+                             &attention.o_proj, &*mlp.gate_proj, &mlp.up_proj, &mlp.down_proj}) {
     projections.push_back(fast_projection(*linear));
     if (!projections.back()) return std::nullopt;
   }
   const auto& rope = attention.rope;
-  auto optional_norm = [](const std::optional<RmsNorm>& norm) {
+  auto optional_norm = [](const std::optional<Norm>& norm) {
     return norm ? std::optional(norm_of(*norm)) : std::nullopt;
   };
   auto plan = std::make_shared<Plan>(Plan{
       .input_norm = norm_of(*block.input_norm),
-      .post_attention_norm = norm_of(block.post_attention_norm),
+      .post_attention_norm = norm_of(*block.post_attention_norm),
       .q_norm = optional_norm(attention.q_norm),
       .k_norm = optional_norm(attention.k_norm),
       .q = *projections[0],
@@ -334,7 +349,7 @@ std::optional<FusedDecodeBlock> FusedDecodeBlock::make(const TransformerBlock& b
       .num_kv_heads = attention.num_kv_heads,
       .head_dim = projections[0]->tensor.packed.shape(0) / attention.num_heads,
       .attention_scale = attention.scale,
-      .activation = mlp.activation == GatedActivation::gelu_approx
+      .activation = mlp.activation == MlpActivation::gelu_approx
                         ? kernels::GatedActivation::gelu_approx
                         : kernels::GatedActivation::silu,
   });

@@ -195,26 +195,43 @@ mx::array Embedding::as_linear(const mx::array& x) const {
   return quantized_projection(x, *quantized_, kernels_);
 }
 
-RmsNorm RmsNorm::load(WeightStore& weights, const std::string& path, int dims, float eps,
-                      NormStyle style, KernelMode kernels) {
-  RmsNorm norm;
+Norm Norm::from_weight(mx::array weight, float eps, NormShape shape, KernelMode kernels) {
+  Norm norm;
   norm.kernels_ = kernels;
   norm.eps_ = eps;
-  norm.weight_ = weights.take(path + ".weight", mx::Shape{dims});
-  // gemma computes 1 + w in the weight's dtype (a weak Python scalar).
-  if (style == NormStyle::one_plus_weight)
+  norm.kind_ = shape.kind;
+  norm.weight_ = std::move(weight);
+  // gemma and nemotron compute 1 + w in the weight's dtype (a weak Python
+  // scalar).
+  if (shape.style == NormStyle::one_plus_weight)
     norm.weight_ = mx::add(mx::array(1.0f, norm.weight_.dtype()), norm.weight_);
   return norm;
 }
 
-mx::array RmsNorm::operator()(const mx::array& x) const {
+Norm Norm::load(WeightStore& weights, const std::string& path, const mx::Shape& weight_shape,
+                float eps, NormShape shape, KernelMode kernels) {
+  auto norm = from_weight(weights.take(path + ".weight", weight_shape), eps, shape, kernels);
+  if (shape.bias) norm.bias_ = weights.take(path + ".bias", weight_shape);
+  return norm;
+}
+
+mx::array Norm::operator()(const mx::array& x) const {
+  switch (kind_) {
+    case NormKind::layer:
+      return mx::fast::layer_norm(x, weight_, bias_, eps_);
+    case NormKind::layer_then_weight:
+      return mx::multiply(weight_, mx::fast::layer_norm(x, std::nullopt, std::nullopt, eps_));
+    case NormKind::rms:
+      break;
+  }
   if (kernels_ == KernelMode::fast) return kernels::rms_norm_fast(x, weight_, eps_);
   return mx::fast::rms_norm(x, weight_, eps_);
 }
 
-std::pair<mx::array, mx::array> RmsNorm::add_then_apply(const mx::array& x,
-                                                        const mx::array& residual) const {
-  if (kernels_ == KernelMode::fast) return kernels::add_rms_norm_fast(x, residual, weight_, eps_);
+std::pair<mx::array, mx::array> Norm::add_then_apply(const mx::array& x,
+                                                     const mx::array& residual) const {
+  if (kernels_ == KernelMode::fast && kind_ == NormKind::rms)
+    return kernels::add_rms_norm_fast(x, residual, weight_, eps_);
   auto sum = mx::add(x, residual);
   return {sum, (*this)(sum)};
 }

@@ -2,7 +2,7 @@
 // The leaf layers of the dense transformer, composed exactly as mlx.nn
 // composes them so the stock path is bit-exact with mlx-lm: a linear layer
 // (dense or affine-quantized, with an optional additive bias), an embedding
-// (dense or quantized, usable as a tied output projection) and RMSNorm.
+// (dense or quantized, usable as a tied output projection) and the norms.
 #include <mlx/array.h>
 
 #include <optional>
@@ -102,20 +102,42 @@ class Embedding {
   KernelMode kernels_ = KernelMode::stock;
 };
 
-class RmsNorm {
+// A norm as the checkpoint's module computes it (NormKind): RMSNorm,
+// LayerNorm (with or without a bias), or a weightless LayerNorm times a
+// weight. Only RMSNorm has an own kernel; the others run MLX's ops on both
+// paths.
+struct NormShape {
+  NormKind kind = NormKind::rms;
+  NormStyle style = NormStyle::weight;
+  bool bias = false;
+};
+
+class Norm {
  public:
-  static RmsNorm load(WeightStore& weights, const std::string& path, int dims, float eps,
-                      NormStyle style, KernelMode kernels = KernelMode::stock);
+  // Loads <path>.weight of `weight_shape` (and <path>.bias).
+  static Norm load(WeightStore& weights, const std::string& path,
+                   const mlx::core::Shape& weight_shape, float eps, NormShape shape,
+                   KernelMode kernels = KernelMode::stock);
+  static Norm load(WeightStore& weights, const std::string& path, int dims, float eps,
+                   NormShape shape, KernelMode kernels = KernelMode::stock) {
+    return load(weights, path, mlx::core::Shape{dims}, eps, shape, kernels);
+  }
+  // From a weight already loaded (a stack of per-head weights).
+  static Norm from_weight(mlx::core::array weight, float eps, NormShape shape,
+                          KernelMode kernels = KernelMode::stock);
   mlx::core::array operator()(const mlx::core::array& x) const;
   // {x + residual, norm(x + residual)}: one kernel call on the fast path.
   std::pair<mlx::core::array, mlx::core::array> add_then_apply(
       const mlx::core::array& x, const mlx::core::array& residual) const;
-  size_t bytes() const { return weight_.nbytes(); }
+  size_t bytes() const { return weight_.nbytes() + (bias_ ? bias_->nbytes() : 0); }
+  NormKind kind() const { return kind_; }
   const mlx::core::array& weight() const { return weight_; }
   float eps() const { return eps_; }
 
  private:
   mlx::core::array weight_ = mlx::core::array(0.0f);  // effective weight (1 + w for gemma)
+  std::optional<mlx::core::array> bias_;
+  NormKind kind_ = NormKind::rms;
   float eps_ = 1e-5f;
   KernelMode kernels_ = KernelMode::stock;
 };

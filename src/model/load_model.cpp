@@ -63,7 +63,7 @@ LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions
     quantization.rename_modules(rename);
   }
   for (const auto& projection : spec.fused_projections)
-    weights.split_rows(projection.fused, projection.parts);
+    weights.split_rows(projection.fused, projection.parts, projection.groups);
   for (const auto& prefix : spec.ignored_weight_prefixes) weights.discard_prefix(prefix);
   std::unique_ptr<DenseTransformer> model;
   try {

@@ -3,6 +3,7 @@
 #include <mlx/fast.h>
 #include <mlx/ops.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -112,10 +113,28 @@ RotaryEmbedding longrope(int dims, float base, const nlohmann::json& scaling,
   return rope;
 }
 
+// The base DynamicNTKScalingRoPE (mlx-lm's rope_utils) uses for `length`
+// new tokens after `offset`, in Python's double arithmetic.
+float dynamic_base(double base, const RotaryEmbedding::Dynamic& dynamic, int dims, int length,
+                   int offset) {
+  const double max_positions = dynamic.max_positions;
+  const double sequence = std::max(double(length + offset), max_positions);
+  return float(base * std::pow(dynamic.factor * sequence / max_positions - (dynamic.factor - 1),
+                               double(dims) / double(dims - 2)));
+}
+
 }  // namespace
+
+RotaryEmbedding make_frequency_table_rope(int dims, float base, bool traditional) {
+  RotaryEmbedding rope{dims, traditional, std::nullopt, 1.0f, std::nullopt, std::nullopt};
+  rope.freqs = base_powers(base, dims);
+  return rope;
+}
 
 mx::array RotaryEmbedding::apply(const mx::array& x, int offset) const {
   if (dims == 0) return x;
+  auto call_base = base;
+  if (dynamic && base) call_base = dynamic_base(*base, *dynamic, dims, x.shape(-2), offset);
   auto input = x;
   if (input_scale) {
     auto factor = mx::array(*input_scale, x.dtype());
@@ -129,8 +148,9 @@ mx::array RotaryEmbedding::apply(const mx::array& x, int offset) const {
       input = mx::slice_update(x, part, start, stop);
     }
   }
-  if (fast_kernel) return kernels::rope_fast(input, dims, traditional, base, scale, offset, freqs);
-  return mx::fast::rope(input, dims, traditional, base, scale, offset, freqs);
+  if (fast_kernel)
+    return kernels::rope_fast(input, dims, traditional, call_base, scale, offset, freqs);
+  return mx::fast::rope(input, dims, traditional, call_base, scale, offset, freqs);
 }
 
 RotaryEmbedding make_rotary_embedding(int dims, float base, bool traditional,
@@ -148,13 +168,21 @@ RotaryEmbedding make_rotary_embedding(int dims, float base, bool traditional,
     if (type == "linear") scale = float(1.0 / require_number(scaling, "factor", "linear"));
     return RotaryEmbedding{dims, traditional, base, scale, std::nullopt, std::nullopt};
   }
+  if (type == "dynamic") {
+    if (!max_position_embeddings || *max_position_embeddings <= 0)
+      throw Error("rope_scaling of type dynamic needs max_position_embeddings");
+    RotaryEmbedding rope{dims, traditional, base, 1.0f, std::nullopt, std::nullopt};
+    rope.dynamic = RotaryEmbedding::Dynamic{require_number(scaling, "factor", "dynamic"),
+                                            *max_position_embeddings};
+    return rope;
+  }
   if (type == "llama3") return llama3(dims, base, traditional, scaling);
   if (type == "yarn" || type == "deepseek_yarn" || type == "telechat3-yarn")
     return yarn(dims, base, traditional, scaling);
   if (type == "longrope" || type == "su")
     return longrope(dims, base, scaling, max_position_embeddings);
   throw Error("unsupported rope_scaling type '" + type +
-              "' (supported: default, linear, llama3, yarn, longrope)");
+              "' (supported: default, linear, dynamic, llama3, yarn, longrope)");
 }
 
 }  // namespace mlx_cpp

@@ -10,14 +10,44 @@
 namespace mlx_cpp {
 
 enum class NormStyle {
-  weight,           // rms_norm(x, w)
-  one_plus_weight,  // rms_norm(x, 1 + w), gemma
+  weight,           // norm(x, w)
+  one_plus_weight,  // norm(x, 1 + w): gemma, nemotron's LayerNorm1P
 };
 
-enum class GatedActivation {
-  silu,         // swiglu: silu(gate) * up
-  gelu_approx,  // gelu_approx(gate) * up, gemma 2/3
-  gelu,         // gelu(gate) * up with the exact (erf) gelu, gemma
+enum class NormKind {
+  rms,    // mlx.fast.rms_norm
+  layer,  // mlx.fast.layer_norm with the weight (and a bias where the config has one)
+  // w * layer_norm(x) with no weight inside the kernel: cohere's and
+  // stablelm's per-head q/k norms, whose weight is [heads, head_dim].
+  layer_then_weight,
+};
+
+// The MLP's activation. In a gated MLP it acts on gate_proj(x) and is
+// multiplied by up_proj(x); in a plain one it acts on up_proj(x).
+enum class MlpActivation {
+  silu,          // swiglu
+  gelu_approx,   // gemma 2/3, phi
+  gelu,          // the exact (erf) gelu: gemma, starcoder2
+  relu_squared,  // nemotron
+  xielu,         // apertus: four learned scalars per layer
+};
+
+// How a block joins its attention and MLP branches.
+enum class BlockLayout {
+  sequential,  // h = x + attn(norm(x)); out = h + mlp(norm(h))
+  // One norm feeds both branches: (attn + mlp) + x (cohere, phi).
+  parallel_branches_first,
+  // One norm feeds both branches: (x + attn) + mlp (stablelm).
+  parallel_residual_first,
+};
+
+// Which attention inputs are cast to float32 before attention (the
+// result is cast back to the values' dtype).
+enum class AttentionUpcast {
+  none,
+  queries,               // phi
+  queries_and_keys,      // stablelm
+  queries_when_float16,  // cohere2: float16 queries only
 };
 
 // Which implementation computes the ops: MLX's stock ops (bit-exact with
@@ -34,6 +64,16 @@ struct RopeConfig {
   float base = 10000.0f;
   bool traditional = false;
   nlohmann::json scaling;  // rope_scaling object or null
+  // hunyuan: fast::rope gets base ** (arange(0, dims, 2) / dims) as its
+  // frequency table instead of the base.
+  bool base_as_frequencies = false;
+};
+
+// Llama 4's position-dependent query scaling (ministral3): queries times
+// 1 + beta * log(1 + floor(position / original_max_position_embeddings)).
+struct QueryPositionScale {
+  double beta = 0.0;
+  int original_max_position_embeddings = 1;
 };
 
 // A checkpoint whose tensors are named otherwise than llama's: each rule
@@ -46,10 +86,14 @@ struct NameRewrite {
 std::string rewrite_name(const std::string& name, const std::vector<NameRewrite>& rules);
 
 // A projection the checkpoint stores fused (glm4's mlp.gate_up_proj): its
-// rows (output features) are split, in order, into the named parts.
+// rows (output features) are split, in order, into the named parts. With
+// groups > 1 the rows repeat the parts once per group (internlm2's wqkv:
+// each key/value head's queries, key and value in turn), and each part
+// gathers its rows from every group.
 struct FusedProjection {
   std::string fused;
-  std::vector<std::pair<std::string, int>> parts;  // name, rows
+  std::vector<std::pair<std::string, int>> parts;  // name, rows (per group)
+  int groups = 1;
 };
 
 struct TransformerSpec {
@@ -72,9 +116,23 @@ struct TransformerSpec {
   bool sandwich_clip = true;    // gemma 3 clips float16 residual sums; glm4 adds plainly
   bool post_norms = false;      // olmo2: no input norm; the attention and MLP outputs are normed
   bool qk_norm_full_width = false;  // olmo2: q/k norms over the whole projection
+  bool qk_norm_after_rope = false;  // hunyuan: the norms act on the rotated q/k
+  NormKind qk_norm_kind = NormKind::rms;
+  // stablelm stores one weight per head (q_layernorm.norms.N.weight),
+  // stacked at load.
+  bool qk_norm_weights_per_head = false;
   NormStyle norm_style = NormStyle::weight;
-  GatedActivation activation = GatedActivation::silu;
+  NormKind norm_kind = NormKind::rms;
+  bool norm_bias = false;  // LayerNorm with a bias
+  MlpActivation activation = MlpActivation::silu;
+  bool gated_mlp = true;  // gate_proj, up_proj, down_proj; else up_proj, down_proj
+  BlockLayout layout = BlockLayout::sequential;
+  AttentionUpcast attention_upcast = AttentionUpcast::none;
+  // gemma2: attention logits become tanh(s / cap) * cap before the mask.
+  std::optional<float> attention_softcap;
+  std::optional<QueryPositionScale> query_position_scale;
   TiedHead tied_head = TiedHead::tied;
+  bool head_bias = false;  // phi: lm_head has a bias
   float attention_scale = 1.0f;
   // gemma: embeddings are multiplied by sqrt(hidden_size), in the
   // activation dtype; gemma3 rounds the factor to bf16 first.
@@ -87,6 +145,10 @@ struct TransformerSpec {
   std::optional<float> head_input_divisor;
   // granite: the logits are divided by this.
   std::optional<float> logits_divisor;
+  // cohere: the logits are multiplied by this.
+  std::optional<float> logits_scale;
+  // gemma2: the logits become tanh(logits / cap) * cap.
+  std::optional<float> final_softcap;
 
   RopeConfig global_rope;
   std::optional<int> rotary_dims;      // partial rotary: the leading dims rotate (default all)

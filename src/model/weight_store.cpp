@@ -104,29 +104,39 @@ void WeightStore::rename(const std::function<std::string(const std::string&)>& r
 }
 
 void WeightStore::split_rows(const std::string& fused,
-                             const std::vector<std::pair<std::string, int>>& parts) {
+                             const std::vector<std::pair<std::string, int>>& parts, int groups) {
+  namespace mx = mlx::core;
   const std::string marker = "." + fused + ".";
-  std::map<std::string, mlx::core::array> result;
+  int per_group = 0;
+  for (const auto& part : parts) per_group += part.second;
+  std::map<std::string, mx::array> result;
   for (auto& [name, tensor] : tensors_) {
     auto found = name.find(marker);
     if (found == std::string::npos) {
       insert_once(result, name, tensor, name);
       continue;
     }
-    int total = 0;
-    for (const auto& part : parts) total += part.second;
-    if (tensor.ndim() < 1 || tensor.shape(0) != total)
+    if (tensor.ndim() < 1 || tensor.shape(0) != groups * per_group)
       throw Error("checkpoint: " + name + " has " + describe_shape(tensor.shape()) + ", expected " +
-                  std::to_string(total) + " rows to split");
+                  std::to_string(groups * per_group) + " rows to split");
+    // [groups, per_group, ...]: each part takes its rows of every group.
+    auto grouped_shape = tensor.shape();
+    grouped_shape[0] = per_group;
+    grouped_shape.insert(grouped_shape.begin(), groups);
+    auto grouped = mx::reshape(tensor, grouped_shape);
     int start = 0;
     for (const auto& [part, rows] : parts) {
-      auto stop = tensor.shape();
-      stop[0] = start + rows;
-      auto begin = mlx::core::Shape(tensor.ndim(), 0);
-      begin[0] = start;
+      auto begin = mx::Shape(grouped.ndim(), 0);
+      auto stop = grouped.shape();
+      begin[1] = start;
+      stop[1] = start + rows;
+      auto part_shape = tensor.shape();
+      part_shape[0] = groups * rows;
       auto split_name = name;
       split_name.replace(found + 1, fused.size(), part);
-      insert_once(result, split_name, mlx::core::slice(tensor, begin, stop), name);
+      auto rows_of_part = mx::slice(grouped, begin, stop);
+      if (groups > 1) rows_of_part = mx::contiguous(rows_of_part);
+      insert_once(result, split_name, mx::reshape(rows_of_part, part_shape), name);
       start += rows;
     }
   }

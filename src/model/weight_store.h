@@ -49,7 +49,10 @@ class WeightStore {
   void rename(const std::function<std::string(const std::string&)>& rename);
   // Splits every tensor of a module named `.fused.` along its first axis
   // into the parts' modules (rows each, in order): weights, scales, biases.
-  void split_rows(const std::string& fused, const std::vector<std::pair<std::string, int>>& parts);
+  // With groups > 1 the parts repeat once per group and each part takes its
+  // rows from every group.
+  void split_rows(const std::string& fused, const std::vector<std::pair<std::string, int>>& parts,
+                  int groups = 1);
   // Discards every tensor whose name starts with `prefix`.
   void discard_prefix(const std::string& prefix);
 

@@ -31,13 +31,18 @@ int fused_layers(const LoadedModel& loaded) {
 }
 
 // Layers whose decode step fuses, per case. These keep the op graph:
-// dense (bf16) weights, sandwich norms (gemma 3, glm4), gemma's exact gelu,
+// dense (bf16) weights, sandwich norms (gemma 2/3, glm4), gemma's exact gelu,
 // the scaled residual branches of granite and minicpm, the post-norm blocks
-// of olmo2, olmo3 and exaone4, and llama's layer 1, whose v_proj the
-// checkpoint leaves unquantized (the other layers fuse).
+// of olmo2, olmo3 and exaone4, LayerNorms (starcoder2, nemotron, cohere,
+// stablelm, phi), parallel blocks, plain MLPs (apertus), q/k norms after
+// rope (hunyuan), Llama 4's query scale (ministral3), and llama's layer 1,
+// whose v_proj the checkpoint leaves unquantized (the other layers fuse).
 int expected_fused_layers(const std::string& name, int layers) {
-  for (const char* unfused : {"bf16", "gemma", "granite", "minicpm", "olmo", "exaone4", "glm4"})
+  for (const char* unfused :
+       {"bf16", "gemma", "granite", "minicpm", "olmo", "exaone4", "glm4", "starcoder2", "nemotron",
+        "cohere", "stablelm", "hunyuan", "ministral3", "apertus"})
     if (name.find(unfused) != std::string::npos) return 0;
+  if (name.rfind("phi_", 0) == 0) return 0;
   if (name.rfind("llama_q", 0) == 0) return layers - 1;
   return layers;
 }

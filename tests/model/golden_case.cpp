@@ -12,9 +12,13 @@ namespace mx = mlx::core;
 
 std::vector<std::string> model_golden_cases() {
   std::vector<std::string> names;
-  for (const char* arch : {"llama", "llama_untied", "qwen2", "qwen3", "gemma3_text", "gemma",
-                           "helium", "smollm3", "exaone", "ernie4_5", "seed_oss", "mimo", "granite",
-                           "minicpm", "olmo2", "olmo3", "exaone4", "glm4"})
+  for (const char* arch :
+       {"llama",   "llama_untied", "qwen2",     "qwen3",     "gemma3_text",      "gemma",
+        "helium",  "smollm3",      "exaone",    "ernie4_5",  "seed_oss",         "mimo",
+        "granite", "minicpm",      "olmo2",     "olmo3",     "exaone4",          "glm4",
+        "gemma2",  "starcoder2",   "nemotron",  "cohere",    "cohere2",          "stablelm",
+        "phi",     "phi3",         "internlm2", "internlm3", "hunyuan_v1_dense", "ministral3",
+        "apertus"})
     for (const char* quant : {"bf16", "q4", "q8"}) names.push_back(std::string(arch) + "_" + quant);
   // A float32 checkpoint with float32 scales, as converted GGUF K-quants are.
   names.push_back("qwen2_q4f32");

@@ -9,6 +9,7 @@
 #include "golden_case.h"
 #include "io/error.h"
 #include "io/json_file.h"
+#include "model/architectures.h"
 #include "model/language_model.h"
 
 namespace mlx_cpp {
@@ -77,6 +78,15 @@ TEST_F(LoadErrors, UnknownModelTypeListsSupported) {
   auto message = load_error();
   EXPECT_NE(message.find("unsupported model_type 'mamba'"), std::string::npos) << message;
   EXPECT_NE(message.find("qwen3"), std::string::npos) << message;
+}
+
+TEST_F(LoadErrors, UnknownModelTypeNamesTheClosestSupported) {
+  edit_config([](auto& config) { config["model_type"] = "qwen3_moe"; });
+  auto message = load_error();
+  EXPECT_NE(message.find("(closest supported: qwen3)"), std::string::npos) << message;
+  EXPECT_EQ(closest_model_types("gemma2x").front(), "gemma2");
+  EXPECT_EQ(closest_model_types("starcoder"), std::vector<std::string>{"starcoder2"});
+  EXPECT_TRUE(closest_model_types("rwkv7").empty());
 }
 
 TEST_F(LoadErrors, MissingWeightFiles) {

@@ -134,6 +134,93 @@ ARCHITECTURES = {
                  num_attention_heads=4, attention_bias=True, head_dim=16, rms_norm_eps=1e-5,
                  vocab_size=VOCAB, num_key_value_heads=2, partial_rotary_factor=0.5,
                  rope_theta=10000.0, max_position_embeddings=4096),
+    # Sandwich norms, softcapped attention and final logits (the final cap
+    # bends these random logits, up to ~130, without flattening them all).
+    "gemma2": dict(model_type="gemma2", hidden_size=64, num_hidden_layers=2,
+                   intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=16, rms_norm_eps=1e-6, vocab_size=VOCAB, rope_theta=10000.0,
+                   attn_logit_softcapping=10.0, final_logit_softcapping=100.0,
+                   query_pre_attn_scalar=16.0),
+    # LayerNorm with biases, a plain exact-gelu MLP.
+    "starcoder2": dict(model_type="starcoder2", hidden_size=64, num_hidden_layers=2,
+                       intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                       norm_epsilon=1e-5, vocab_size=VOCAB, rope_theta=100000.0,
+                       tie_word_embeddings=False, max_position_embeddings=4096),
+    # LayerNorm (1 + w), relu^2, partial rotary with linear scaling.
+    "nemotron": dict(model_type="nemotron", hidden_size=64, hidden_act="relu2",
+                     num_hidden_layers=2, intermediate_size=128, num_attention_heads=4,
+                     num_key_value_heads=2, norm_eps=1e-5, vocab_size=VOCAB,
+                     partial_rotary_factor=0.5, rope_theta=10000.0,
+                     rope_scaling=dict(type="linear", factor=2.0), tie_word_embeddings=False,
+                     max_position_embeddings=4096),
+    # Parallel branches, LayerNorm with biases, per-head q/k LayerNorms,
+    # interleaved rope, scaled logits.
+    "cohere": dict(model_type="cohere", hidden_size=64, num_hidden_layers=2,
+                   intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                   rope_theta=10000.0, vocab_size=VOCAB, layer_norm_eps=1e-5,
+                   logit_scale=0.25, layer_norm_bias=True, use_qk_norm=True),
+    # Sliding layers with rope, a global one without.
+    "cohere2": dict(model_type="cohere2", hidden_size=64, head_dim=16, num_hidden_layers=4,
+                    intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                    rope_theta=10000.0, vocab_size=VOCAB, layer_norm_eps=1e-5,
+                    logit_scale=0.25, sliding_window=16, sliding_window_pattern=4),
+    # Parallel residual, per-head q/k LayerNorms, partial rotary, float32
+    # queries and keys.
+    "stablelm": dict(model_type="stablelm", vocab_size=VOCAB, hidden_size=64,
+                     num_attention_heads=4, num_hidden_layers=2, num_key_value_heads=2,
+                     intermediate_size=128, rope_theta=10000.0, use_qkv_bias=True,
+                     partial_rotary_factor=0.25, layer_norm_eps=1e-5,
+                     use_parallel_residual=True, qk_layernorm=True),
+    # Parallel branches, a plain gelu_approx MLP, float32 queries, a biased head.
+    "phi": dict(model_type="phi", max_position_embeddings=4096, vocab_size=VOCAB,
+                hidden_size=64, num_attention_heads=4, num_hidden_layers=2,
+                num_key_value_heads=4, partial_rotary_factor=0.5, intermediate_size=128,
+                layer_norm_eps=1e-5, rope_theta=10000.0),
+    # Fused qkv_proj and gate_up_proj, longrope over the top-level original
+    # context.
+    "phi3": dict(model_type="phi3", hidden_size=64, num_hidden_layers=2, intermediate_size=128,
+                 num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5,
+                 vocab_size=VOCAB, rope_theta=10000.0, max_position_embeddings=1024,
+                 original_max_position_embeddings=256, partial_rotary_factor=0.5,
+                 rope_scaling=dict(type="longrope", short_factor=[1.0] * 4,
+                                   long_factor=[1.0 + 0.5 * i for i in range(4)])),
+    # internlm's names, a fused GQA wqkv, biases on the attention.
+    "internlm2": dict(model_type="internlm2", hidden_size=64, num_hidden_layers=2,
+                      intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                      rms_norm_eps=1e-5, vocab_size=VOCAB, bias=True, rope_theta=10000.0,
+                      max_position_embeddings=4096,
+                      rope_scaling=dict(type="linear", factor=2.0)),
+    # Bias switches for the attention and the MLP.
+    "internlm3": dict(model_type="internlm3", hidden_size=64, num_hidden_layers=2,
+                      intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                      rms_norm_eps=1e-5, vocab_size=VOCAB, bias=True, qkv_bias=True,
+                      rope_theta=10000.0, max_position_embeddings=4096),
+    # q/k norms after rope, an NTK-alpha frequency table.
+    "hunyuan_v1_dense": dict(model_type="hunyuan_v1_dense", vocab_size=VOCAB, hidden_size=64,
+                             num_hidden_layers=2, intermediate_size=128, num_attention_heads=4,
+                             num_key_value_heads=2, rms_norm_eps=1e-5, rope_theta=10000.0,
+                             max_position_embeddings=4096, use_qk_norm=True,
+                             rope_scaling=dict(alpha=1000.0, factor=1.0, type="dynamic"),
+                             tie_word_embeddings=True),
+    # Llama 4 query scaling past every 16 positions, yarn, a sliding layer.
+    "ministral3": dict(model_type="ministral3", hidden_size=64, num_hidden_layers=2,
+                       intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                       head_dim=16, rms_norm_eps=1e-5, vocab_size=VOCAB,
+                       max_position_embeddings=4096, tie_word_embeddings=False,
+                       layer_types=["sliding_attention", "full_attention"], sliding_window=16,
+                       rope_parameters=dict(rope_type="yarn", rope_theta=1000000.0, factor=4.0,
+                                            original_max_position_embeddings=16,
+                                            llama_4_scaling_beta=0.1, beta_fast=32.0,
+                                            beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0)),
+    # A plain XieLU MLP, per-head q/k norms.
+    "apertus": dict(model_type="apertus", hidden_size=64, num_hidden_layers=2,
+                    intermediate_size=128, mlp_bias=False, num_attention_heads=4,
+                    attention_bias=False, rms_norm_eps=1e-5, vocab_size=VOCAB,
+                    num_key_value_heads=2, max_position_embeddings=4096, rope_theta=10000.0,
+                    post_norm=False, qk_norm=True, tie_word_embeddings=False,
+                    rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                      high_freq_factor=4.0,
+                                      original_max_position_embeddings=64)),
 }
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
@@ -167,7 +254,13 @@ def checkpoint_seed(index):
     return 100 * index + 7
 
 
-def randomize(model, seed):
+# Norms that compute with 1 + w store w around 0, as trained checkpoints do
+# (nemotron's LayerNorm1P); around 1 they would double every activation
+# before relu^2.
+NORMS_STORED_MINUS_ONE = {"nemotron"}
+
+
+def randomize(model, seed, norm_center=1.0):
     """Random weights, deterministic per case, scaled like a trained network
     (unit-variance activations, norms around 1 so they matter): a badly
     scaled random network is chaotic and would make the fast path's
@@ -179,9 +272,12 @@ def randomize(model, seed):
         # Norms and embeddings by llama's names, or GPT-2's (exaone: ln_1, wte).
         if (name.endswith("norm.weight") or "layernorm" in name
                 or re.search(r"(^|\.)ln_\w+\.weight$", name)):
-            new.append((name, 1.0 + 0.1 * mx.random.normal(value.shape)))
-        elif "embed_tokens" in name or name.startswith("transformer.wte."):
+            new.append((name, norm_center + 0.1 * mx.random.normal(value.shape)))
+        elif ("embed_tokens" in name or "tok_embeddings" in name
+              or name.startswith("transformer.wte.")):
             new.append((name, mx.random.normal(value.shape)))
+        elif ".act_fn." in name:  # XieLU's learned scalars keep their initial values
+            new.append((name, value))
         elif value.ndim == 2:
             new.append((name, mx.random.normal(value.shape) * value.shape[-1] ** -0.5))
         else:  # biases
@@ -192,7 +288,7 @@ def randomize(model, seed):
 def build_checkpoint(case_dir, arch, config, quant, seed, dtype=mx.bfloat16):
     model_class, args_class = _get_classes(config)
     model = model_class(args_class.from_dict(config))
-    randomize(model, seed)
+    randomize(model, seed, 0.0 if arch in NORMS_STORED_MINUS_ONE else 1.0)
     model.set_dtype(dtype)
     config = dict(config)
     if quant is not None:

@@ -26,6 +26,12 @@ CASES = [
          scaling=dict(type="longrope", original_max_position_embeddings=256,
                       short_factor=[1.0] * 8, long_factor=[1.0 + 0.25 * i for i in range(8)]),
          max_position_embeddings=1024),
+    # Dynamic NTK: 5 tokens after offset 3 pass max_position_embeddings 6,
+    # so the base grows; with 64 it stays.
+    dict(name="dynamic", dims=32, head_dim=32, base=10000.0, traditional=False,
+         scaling=dict(type="dynamic", factor=2.0), max_position_embeddings=6),
+    dict(name="dynamic_short", dims=32, head_dim=32, base=10000.0, traditional=True,
+         scaling=dict(rope_type="dynamic", factor=3.0), max_position_embeddings=64),
 ]
 
 
