@@ -180,36 +180,8 @@ mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const
   return output(mx::concatenate(attended, 0));
 }
 
-mx::array Mlp::activate(const mx::array& x) const {
-  switch (activation) {
-    case MlpActivation::silu:
-      return silu(x);
-    case MlpActivation::gelu_approx:
-      return gelu_approx(x);
-    case MlpActivation::gelu:
-      return gelu(x);
-    case MlpActivation::relu_squared:
-      return relu_squared(x);
-    case MlpActivation::xielu:
-      return mlx_cpp::xielu(x, xielu->alpha_p, xielu->alpha_n, xielu->beta, xielu->eps);
-  }
-  throw std::logic_error("unknown MLP activation");
-}
-
-mx::array Mlp::operator()(const mx::array& x) const {
-  if (!gate_proj) return down_proj(activate(up_proj(x)));
-  auto gate_up = Linear::apply_all(x, {&*gate_proj, &up_proj});
-  const auto &gate = gate_up[0], &up = gate_up[1];
-  const bool has_kernel =
-      activation == MlpActivation::silu || activation == MlpActivation::gelu_approx;
-  if (kernels == KernelMode::fast && has_kernel) {
-    auto kind = activation == MlpActivation::gelu_approx ? kernels::GatedActivation::gelu_approx
-                                                         : kernels::GatedActivation::silu;
-    return down_proj(kernels::gated_activation_fast(gate, up, kind));
-  }
-  // swiglu is one compiled function in mlx-lm; the others multiply after.
-  if (activation == MlpActivation::silu) return down_proj(swiglu(gate, up));
-  return down_proj(mx::multiply(activate(gate), up));
+mx::array TransformerBlock::feed_forward(const mx::array& x) const {
+  return moe ? (*moe)(x) : mlp(x);
 }
 
 template <class Attend>
@@ -217,14 +189,14 @@ mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
   if (layout != BlockLayout::sequential) {  // one norm feeds both branches
     auto normed = (*input_norm)(x);
     auto attended = attend(normed);
-    auto fed_forward = mlp(normed);
+    auto fed_forward = feed_forward(normed);
     if (layout == BlockLayout::parallel_branches_first)
       return mx::add(mx::add(attended, fed_forward), x);
     return mx::add(mx::add(x, attended), fed_forward);
   }
   if (!input_norm) {  // post-norm (olmo2): the branches' outputs are normed
     auto h = mx::add(x, (*post_attention_norm)(attend(x)));
-    return mx::add(h, (*post_feedforward_norm)(mlp(h)));
+    return mx::add(h, (*post_feedforward_norm)(feed_forward(h)));
   }
   auto attended = attend((*input_norm)(x));
   if (pre_feedforward_norm) {  // sandwich norms (gemma 2/3, glm4)
@@ -232,7 +204,7 @@ mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
       return sandwich_clip ? clip_residual(a, b) : mx::add(a, b);
     };
     auto h = add(x, (*post_attention_norm)(attended));
-    auto mlp_out = mlp((*pre_feedforward_norm)(h));
+    auto mlp_out = feed_forward((*pre_feedforward_norm)(h));
     return add(h, (*post_feedforward_norm)(mlp_out));
   }
   // A Python float times a branch: the factor in the branch's dtype.
@@ -241,7 +213,7 @@ mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
                           : branch;
   };
   auto [h, normed] = post_attention_norm->add_then_apply(x, scaled(attended));
-  return mx::add(h, scaled(mlp(normed)));
+  return mx::add(h, scaled(feed_forward(normed)));
 }
 
 mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& mask,
@@ -256,7 +228,11 @@ mx::array TransformerBlock::operator()(const mx::array& x, const LayerRows& rows
 DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
                                    const QuantizationConfig& quantization,
                                    const LoadOptions& options)
-    : spec_(std::move(spec)), kernels_(options.kernels) {
+    // A mixture of experts runs MLX's ops throughout: its routing is
+    // discontinuous, and the fast kernels' rounding upstream of a router
+    // changes which experts run (logit errors 3-7x the fast path's bound
+    // on the tiny test checkpoints), not just the last bits.
+    : spec_(std::move(spec)), kernels_(spec_.moe ? KernelMode::stock : options.kernels) {
   embed_tokens_ = Embedding::load(weights, quantization, "model.embed_tokens", spec_.vocab_size,
                                   spec_.hidden_size, kernels_);
   for (int i = 0; i < spec_.num_layers; ++i) {
@@ -275,10 +251,20 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
                             spec_.head_bias, kernels_);
   const size_t hidden = spec_.hidden_size, kv = size_t(spec_.num_kv_heads) * spec_.head_dim;
   const size_t q = size_t(spec_.num_heads) * spec_.head_dim;
-  const size_t per_layer = hidden * (q + 2 * kv) + q * hidden +
-                           (spec_.gated_mlp ? 3 : 2) * hidden * size_t(spec_.intermediate_size);
-  parameter_count_ =
-      per_layer * spec_.num_layers + size_t(spec_.vocab_size) * hidden * (tied ? 1 : 2);
+  const size_t attention = hidden * (q + 2 * kv) + q * hidden;
+  const size_t dense_mlp = (spec_.gated_mlp ? 3 : 2) * hidden * size_t(spec_.intermediate_size);
+  size_t moe_mlp = 0;
+  if (spec_.moe) {
+    const auto& moe = *spec_.moe;
+    moe_mlp = hidden * moe.num_experts +
+              size_t(moe.num_experts) * 3 * hidden * size_t(moe.intermediate_size) +
+              3 * hidden * size_t(moe.shared_intermediate_size);
+  }
+  parameter_count_ = size_t(spec_.vocab_size) * hidden * (tied ? 1 : 2);
+  for (int i = 0; i < spec_.num_layers; ++i) {
+    const bool routed = !spec_.layer_is_moe.empty() && spec_.layer_is_moe[i];
+    parameter_count_ += attention + (routed ? moe_mlp : dense_mlp);
+  }
 }
 
 TransformerBlock DenseTransformer::load_block(WeightStore& weights,
@@ -316,14 +302,35 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
                          ? make_frequency_table_rope(rope_dims, rope.base, rope.traditional)
                          : make_rotary_embedding(rope_dims, rope.base, rope.traditional,
                                                  rope.scaling, spec_.max_position_embeddings);
+  if (spec_.layer_uses_rope[index] && rope.input_scale)
+    attention.rope.input_scale = rope.input_scale;
   attention.rope.fast_kernel = kernels_ == KernelMode::fast;
   attention.kernels = kernels_;
   attention.num_heads = spec_.num_heads;
   attention.num_kv_heads = spec_.num_kv_heads;
   attention.scale = spec_.attention_scale;
 
-  const int ffn = spec_.intermediate_size;
-  auto& mlp = block.mlp;
+  if (!spec_.layer_is_moe.empty() && spec_.layer_is_moe[index])
+    block.moe =
+        SparseMoe::load(weights, quantization, prefix + "mlp.", *spec_.moe, hidden, kernels_);
+  else
+    block.mlp = load_mlp(weights, quantization, prefix);
+  if (!spec_.post_norms) block.input_norm = norm("input_layernorm", hidden);
+  if (spec_.layout == BlockLayout::sequential)
+    block.post_attention_norm = norm("post_attention_layernorm", hidden);
+  if (spec_.sandwich_norms) block.pre_feedforward_norm = norm("pre_feedforward_layernorm", hidden);
+  if (spec_.sandwich_norms || spec_.post_norms)
+    block.post_feedforward_norm = norm("post_feedforward_layernorm", hidden);
+  return block;
+}
+
+Mlp DenseTransformer::load_mlp(WeightStore& weights, const QuantizationConfig& quantization,
+                               const std::string& prefix) const {
+  const int hidden = spec_.hidden_size, ffn = spec_.intermediate_size;
+  auto linear = [&](const std::string& name, int in, int out, bool bias) {
+    return Linear::load(weights, quantization, prefix + name, in, out, bias, kernels_);
+  };
+  Mlp mlp;
   if (spec_.gated_mlp) mlp.gate_proj = linear("mlp.gate_proj", hidden, ffn, spec_.mlp_bias);
   mlp.up_proj = linear("mlp.up_proj", hidden, ffn, spec_.mlp_bias);
   mlp.down_proj = linear("mlp.down_proj", ffn, hidden, spec_.mlp_bias);
@@ -342,13 +349,7 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
     mlp.xielu = XieluParameters{scalar("alpha_p", true), scalar("alpha_n", true),
                                 scalar("beta", false), scalar("eps", false)};
   }
-  if (!spec_.post_norms) block.input_norm = norm("input_layernorm", hidden);
-  if (spec_.layout == BlockLayout::sequential)
-    block.post_attention_norm = norm("post_attention_layernorm", hidden);
-  if (spec_.sandwich_norms) block.pre_feedforward_norm = norm("pre_feedforward_layernorm", hidden);
-  if (spec_.sandwich_norms || spec_.post_norms)
-    block.post_feedforward_norm = norm("post_feedforward_layernorm", hidden);
-  return block;
+  return mlp;
 }
 
 void DenseTransformer::load_qk_norms(WeightStore& weights, const std::string& prefix,
@@ -384,7 +385,7 @@ size_t Attention::bytes() const {
 }
 
 size_t TransformerBlock::bytes() const {
-  size_t total = attention.bytes() + mlp.bytes();
+  size_t total = attention.bytes() + (moe ? moe->bytes() : mlp.bytes());
   for (const auto* norm :
        {&input_norm, &post_attention_norm, &pre_feedforward_norm, &post_feedforward_norm})
     total += *norm ? (*norm)->bytes() : 0;
@@ -397,13 +398,17 @@ int DenseTransformer::fused_layer_count() const {
 }
 
 size_t DenseTransformer::weight_bytes() const {
-  // An untied head is counted per token; the input table is not.
-  return weight_bytes_per_token() + (lm_head_ ? embed_tokens_.bytes() : 0);
+  size_t total = embed_tokens_.bytes() + (lm_head_ ? lm_head_->bytes() : 0);
+  for (const auto& block : layers_) total += block.bytes();
+  return total + (final_norm_ ? final_norm_->bytes() : 0);
 }
 
 size_t DenseTransformer::weight_bytes_per_token() const {
   size_t total = lm_head_ ? lm_head_->bytes() : embed_tokens_.bytes();
-  for (const auto& block : layers_) total += block.bytes();
+  // A mixture of experts reads the chosen experts' weights only.
+  for (const auto& block : layers_)
+    total += block.moe ? block.bytes() - block.moe->bytes() + block.moe->bytes_per_token()
+                       : block.bytes();
   return total + (final_norm_ ? final_norm_->bytes() : 0);
 }
 

@@ -10,7 +10,9 @@
 #include "model/fused_decode_block.h"
 #include "model/language_model.h"
 #include "model/layers.h"
+#include "model/mlp.h"
 #include "model/rope.h"
+#include "model/sparse_moe.h"
 #include "model/transformer_spec.h"
 
 namespace mlx_cpp {
@@ -60,30 +62,10 @@ struct Attention {
   mlx::core::array output(const mlx::core::array& attended) const;
 };
 
-// apertus's XieLU: its four learned scalars.
-struct XieluParameters {
-  mlx::core::array alpha_p, alpha_n, beta, eps;
-};
-
-// Gated: down(act(gate(x)) * up(x)); plain (no gate_proj): down(act(up(x))).
-struct Mlp {
-  std::optional<Linear> gate_proj;
-  Linear up_proj, down_proj;
-  MlpActivation activation = MlpActivation::silu;
-  std::optional<XieluParameters> xielu;
-  KernelMode kernels = KernelMode::stock;
-  mlx::core::array operator()(const mlx::core::array& x) const;
-  size_t bytes() const {
-    return (gate_proj ? gate_proj->bytes() : 0) + up_proj.bytes() + down_proj.bytes();
-  }
-
- private:
-  mlx::core::array activate(const mlx::core::array& x) const;
-};
-
 struct TransformerBlock {
   Attention attention;
-  Mlp mlp;
+  Mlp mlp;                       // the feed-forward branch, unless
+  std::optional<SparseMoe> moe;  // a mixture of experts replaces it
   BlockLayout layout = BlockLayout::sequential;
   std::optional<Norm> input_norm;  // none in a post-norm block (olmo2)
   // llama: before the MLP; gemma, olmo2: on the attention output; none in
@@ -99,6 +81,8 @@ struct TransformerBlock {
                               KvCache& cache) const;
   mlx::core::array operator()(const mlx::core::array& x, const LayerRows& rows) const;
   size_t bytes() const;
+  // The MLP, or the mixture of experts in its place.
+  mlx::core::array feed_forward(const mlx::core::array& x) const;
 
  private:
   // norm → attention → residual → norm → MLP → residual, with `attend`
@@ -128,6 +112,8 @@ class DenseTransformer : public LanguageModel {
  private:
   TransformerBlock load_block(WeightStore& weights, const QuantizationConfig& quantization,
                               int index) const;
+  Mlp load_mlp(WeightStore& weights, const QuantizationConfig& quantization,
+               const std::string& prefix) const;
   // A block's q and k norms, per the spec's kind.
   void load_qk_norms(WeightStore& weights, const std::string& prefix, Attention& attention) const;
 

@@ -67,6 +67,8 @@ struct RopeConfig {
   // hunyuan: fast::rope gets base ** (arange(0, dims, 2) / dims) as its
   // frequency table instead of the base.
   bool base_as_frequencies = false;
+  // phimoe: longrope's input scale given by the config (long_mscale).
+  std::optional<float> input_scale;
 };
 
 // Llama 4's position-dependent query scaling (ministral3): queries times
@@ -94,6 +96,54 @@ struct FusedProjection {
   std::string fused;
   std::vector<std::pair<std::string, int>> parts;  // name, rows (per group)
   int groups = 1;
+};
+
+// How a mixture-of-experts router turns the gate's logits into each
+// token's experts and their weights (mlx-lm's MoE blocks, as data).
+enum class RouterScoring {
+  softmax,           // softmax over every expert, then the top k (qwen2/3_moe, olmoe, ernie)
+  softmax_of_top_k,  // the top k logits, then a softmax over them (mixtral, granitemoe)
+  sigmoid,           // sigmoid of float32 logits, then the top k (glm4_moe, dots1, ernie)
+  sparsemixer,       // phimoe: k rounds of argmax within a jitter band
+};
+
+// Which form of argpartition picks the top k: the slot order it leaves
+// decides the order the weighted experts are summed in.
+enum class TopKForm {
+  lowest_of_negated,  // argpartition(-s, k - 1)[..., :k]
+  highest,            // argpartition(s, -k)[..., -k:]
+};
+
+enum class TopKNormalization {
+  none,
+  by_sum,          // w / sum(w)
+  by_floored_sum,  // w / maximum(sum(w), 1e-12) (ernie)
+};
+
+struct MoeSpec {
+  int num_experts = 0;
+  int top_k = 0;
+  int intermediate_size = 0;  // per routed expert
+  RouterScoring scoring = RouterScoring::softmax;
+  // The scores are computed in float32 (ernie, glm4_moe, dots1; granitemoe
+  // casts the selected logits).
+  bool scores_in_float32 = false;
+  bool precise_softmax = true;
+  TopKForm top_k_form = TopKForm::lowest_of_negated;
+  TopKNormalization normalization = TopKNormalization::none;
+  std::optional<float> routed_scaling;  // weights times this (glm4_moe, dots1)
+  // Selection adds mlp.gate.e_score_correction_bias to the scores; the
+  // weights are still the scores (glm4_moe, dots1).
+  bool selection_bias = false;
+  // Grouped selection: only the experts of the top_k_groups groups with
+  // the largest sums of their two best scores compete (glm4_moe, dots1).
+  int groups = 1;
+  int top_k_groups = 1;
+  bool expert_bias = false;          // biases on the experts' projections (olmoe, ernie)
+  int shared_intermediate_size = 0;  // 0: no shared experts
+  bool shared_bias = false;
+  bool shared_gate = false;          // qwen2_moe: sigmoid(shared_expert_gate(x)) * shared(x)
+  double sparsemixer_jitter = 0.01;  // phimoe's router_jitter_noise
 };
 
 struct TransformerSpec {
@@ -156,6 +206,11 @@ struct TransformerSpec {
   std::vector<bool> layer_is_sliding;  // one entry per layer
   std::vector<bool> layer_uses_rope;   // one entry per layer (smollm3: some have none)
   std::optional<int> sliding_window;
+
+  // Mixture of experts: the routed MLP of the layers marked in
+  // layer_is_moe (the others keep the dense MLP).
+  std::optional<MoeSpec> moe;
+  std::vector<bool> layer_is_moe;  // empty: none
 
   std::vector<NameRewrite> weight_names;             // checkpoint names -> llama's
   std::vector<FusedProjection> fused_projections;    // split at load, after the renames

@@ -34,6 +34,8 @@ std::vector<std::string> batch_cases() {
                            "phi3",        "internlm2",    "internlm3",  "hunyuan_v1_dense",
                            "ministral3",  "apertus"})
     for (const char* quant : {"bf16", "q4"}) names.push_back(std::string(arch) + "_" + quant);
+  for (const auto& arch : testing::moe_architectures())
+    for (const char* quant : {"f32", "q4"}) names.push_back(arch + "_" + quant);
   return names;
 }
 

@@ -84,5 +84,24 @@ INSTANTIATE_TEST_SUITE_P(AllArchitectures, FastKernels,
                          ::testing::ValuesIn(testing::model_golden_cases()),
                          [](const auto& info) { return info.param; });
 
+// A mixture of experts asked for the fast kernels runs the stock path
+// (routing is discontinuous: dense_transformer.cpp says why), so its logits
+// are the stock path's bit for bit.
+TEST(FastKernelsMixturesOfExperts, RunTheStockPathBitForBit) {
+  for (const auto& arch : testing::moe_architectures()) {
+    SCOPED_TRACE(arch);
+    auto golden = testing::GoldenCase::load(arch + "_q4");
+    auto stock = load_model(golden.model_directory, {KernelMode::stock});
+    auto fast = load_model(golden.model_directory, {KernelMode::fast});
+    auto ids = golden.goldens["prompts"]["window"]["ids"].get<std::vector<int>>();
+    auto input = mx::array(ids.data(), {1, static_cast<int>(ids.size())}, mx::int32);
+    auto stock_caches = stock.model->make_caches();
+    auto fast_caches = fast.model->make_caches();
+    EXPECT_EQ(testing::compare_exact(fast.model->forward(input, fast_caches),
+                                     stock.model->forward(input, stock_caches)),
+              "");
+  }
+}
+
 }  // namespace
 }  // namespace mlx_cpp

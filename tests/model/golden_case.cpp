@@ -10,6 +10,11 @@
 namespace mlx_cpp::testing {
 namespace mx = mlx::core;
 
+std::vector<std::string> moe_architectures() {
+  return {"mixtral",    "qwen2_moe",    "qwen3_moe", "olmoe", "phimoe",
+          "granitemoe", "ernie4_5_moe", "glm4_moe",  "dots1"};
+}
+
 std::vector<std::string> model_golden_cases() {
   std::vector<std::string> names;
   for (const char* arch :
@@ -20,6 +25,10 @@ std::vector<std::string> model_golden_cases() {
         "phi",     "phi3",         "internlm2", "internlm3", "hunyuan_v1_dense", "ministral3",
         "apertus"})
     for (const char* quant : {"bf16", "q4", "q8"}) names.push_back(std::string(arch) + "_" + quant);
+  // Mixtures of experts: MLX's CPU gather_mm multiplies float32 only, so
+  // their dense case is float32 (model_goldens.py).
+  for (const auto& arch : moe_architectures())
+    for (const char* quant : {"f32", "q4", "q8"}) names.push_back(arch + "_" + quant);
   // A float32 checkpoint with float32 scales, as converted GGUF K-quants are.
   names.push_back("qwen2_q4f32");
   // 6-bit weights, as the converter writes GGUF Q6_K.

@@ -12,6 +12,8 @@ namespace mlx_cpp::testing {
 
 // The case names the oracle writes: every architecture x {bf16, q4, q8}.
 std::vector<std::string> model_golden_cases();
+// The mixture-of-experts model_types among them.
+std::vector<std::string> moe_architectures();
 
 struct GoldenCase {
   std::filesystem::path directory;

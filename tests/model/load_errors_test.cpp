@@ -81,7 +81,7 @@ TEST_F(LoadErrors, UnknownModelTypeListsSupported) {
 }
 
 TEST_F(LoadErrors, UnknownModelTypeNamesTheClosestSupported) {
-  edit_config([](auto& config) { config["model_type"] = "qwen3_moe"; });
+  edit_config([](auto& config) { config["model_type"] = "qwen3_5"; });
   auto message = load_error();
   EXPECT_NE(message.find("(closest supported: qwen3)"), std::string::npos) << message;
   EXPECT_EQ(closest_model_types("gemma2x").front(), "gemma2");

@@ -47,9 +47,9 @@ from mlx_lm.utils import load_model  # noqa: E402
 
 from model_goldens import (  # noqa: E402
     ARCHITECTURES,
-    QUANTIZATIONS,
     VOCAB,
     build_checkpoint,
+    case_quantizations,
     checkpoint_seed,
 )
 
@@ -253,12 +253,12 @@ def run_single(model, prompt, max_tokens):
     return tokens, logprobs
 
 
-def make_case(out, arch, quant_name, config, seed):
+def make_case(out, arch, quant_name, quant, dtype, config, seed):
     name = f"{arch}_{quant_name}"
     case_dir = out / name
     shutil.rmtree(case_dir, ignore_errors=True)
     case_dir.mkdir(parents=True)
-    model_dir = build_checkpoint(case_dir, arch, config, QUANTIZATIONS[quant_name], seed)
+    model_dir = build_checkpoint(case_dir, arch, config, quant, seed, dtype)
     model, _ = load_model(model_dir)
 
     key = mx.random.key(seed + 2000)
@@ -307,10 +307,11 @@ def main():
     for index, (arch, config) in enumerate(ARCHITECTURES.items()):
         if arch in NOT_BATCHABLE_BY_MLX_LM:
             continue
-        for quant_name in CASE_QUANTIZATIONS:
+        for quant_name, quant, dtype in case_quantizations(arch, CASE_QUANTIZATIONS):
             if only and f"{arch}_{quant_name}" not in only:
                 continue
-            name, report = make_case(args.out, arch, quant_name, config, checkpoint_seed(index))
+            name, report = make_case(args.out, arch, quant_name, quant, dtype, config,
+                                     checkpoint_seed(index))
             cases.append(name)
             print("wrote", name, "batched vs generate_step:", report, flush=True)
     (args.out / "manifest.json").write_text(json.dumps({"cases": cases, "scenario": SCENARIO}))

@@ -221,9 +221,91 @@ ARCHITECTURES = {
                     rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
                                       high_freq_factor=4.0,
                                       original_max_position_embeddings=64)),
-}
+
+    # Mixtures of experts: 8 experts, 2 per token (the 41-token prompt sorts
+    # tokens by expert: 82 choices, past mlx-lm's threshold of 64).
+    "mixtral": dict(model_type="mixtral", vocab_size=VOCAB, hidden_size=64,
+                    intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                    num_experts_per_tok=2, num_key_value_heads=2, num_local_experts=8,
+                    rms_norm_eps=1e-5, rope_theta=1000000.0, tie_word_embeddings=False),
+    "qwen2_moe": dict(model_type="qwen2_moe", hidden_size=64, num_hidden_layers=2,
+                      intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                      num_experts_per_tok=2, num_experts=8, moe_intermediate_size=64,
+                      shared_expert_intermediate_size=64, rms_norm_eps=1e-6,
+                      vocab_size=VOCAB, rope_theta=1000000.0),
+    # A dense layer between two routed ones.
+    "qwen3_moe": dict(model_type="qwen3_moe", hidden_size=64, num_hidden_layers=3,
+                      intermediate_size=128, num_attention_heads=4, num_experts=8,
+                      num_experts_per_tok=2, decoder_sparse_step=1, mlp_only_layers=[1],
+                      moe_intermediate_size=64, rms_norm_eps=1e-6, vocab_size=VOCAB,
+                      num_key_value_heads=2, head_dim=16, rope_theta=1000000.0,
+                      tie_word_embeddings=False, max_position_embeddings=4096,
+                      norm_topk_prob=True),
+    "olmoe": dict(model_type="olmoe", hidden_size=64, num_hidden_layers=2,
+                  intermediate_size=64, num_attention_heads=4, rms_norm_eps=1e-5,
+                  vocab_size=VOCAB, num_experts=8, num_experts_per_tok=2,
+                  norm_topk_prob=False, num_key_value_heads=2, rope_theta=10000.0,
+                  tie_word_embeddings=True),
+    "phimoe": dict(model_type="phimoe", vocab_size=VOCAB, hidden_size=64,
+                   intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, max_position_embeddings=1024,
+                   original_max_position_embeddings=256, rms_norm_eps=1e-5,
+                   rope_scaling=dict(short_factor=[1.0] * 8,
+                                     long_factor=[1.0 + 0.25 * i for i in range(8)],
+                                     short_mscale=1.0, long_mscale=1.2),
+                   num_local_experts=8, num_experts_per_tok=2, rope_theta=10000.0,
+                   router_jitter_noise=0.01),
+    "granitemoe": dict(model_type="granitemoe", hidden_size=64, num_hidden_layers=2,
+                       intermediate_size=64, num_attention_heads=4, rms_norm_eps=1e-6,
+                       vocab_size=VOCAB, logits_scaling=8.0, attention_multiplier=0.015625,
+                       embedding_multiplier=12.0, residual_multiplier=0.22,
+                       max_position_embeddings=4096, num_key_value_heads=2,
+                       attention_bias=False, rope_theta=10000.0, num_local_experts=8,
+                       num_experts_per_tok=2),
+    # Experts from layer 1 on, one shared expert.
+    "ernie4_5_moe": dict(model_type="ernie4_5_moe", hidden_size=64, intermediate_size=128,
+                         max_position_embeddings=4096, num_attention_heads=4,
+                         num_key_value_heads=2, num_hidden_layers=3, rms_norm_eps=1e-5,
+                         vocab_size=VOCAB, rope_theta=500000.0, use_bias=False,
+                         tie_word_embeddings=False, head_dim=16, moe_num_experts=8, moe_k=2,
+                         moe_intermediate_size=64, moe_layer_start_index=1,
+                         moe_layer_interval=1, moe_num_shared_experts=1,
+                         moe_gate_act="softmax"),
+    # Grouped sigmoid routing with a correction bias, a shared expert, a
+    # dense first layer.
+    "glm4_moe": dict(model_type="glm4_moe", vocab_size=VOCAB, hidden_size=64,
+                     intermediate_size=128, max_position_embeddings=4096,
+                     moe_intermediate_size=64, norm_topk_prob=True, num_attention_heads=4,
+                     n_group=2, head_dim=16, topk_group=1, n_shared_experts=1,
+                     n_routed_experts=8, routed_scaling_factor=2.5, num_experts_per_tok=2,
+                     first_k_dense_replace=1, num_hidden_layers=3, num_key_value_heads=2,
+                     rms_norm_eps=1e-5, rope_theta=10000.0, rope_scaling=None,
+                     use_qk_norm=True, tie_word_embeddings=False, attention_bias=True,
+                     partial_rotary_factor=0.5),
+    "dots1": dict(model_type="dots1", hidden_size=64, num_hidden_layers=3,
+                  intermediate_size=128, num_attention_heads=4, rms_norm_eps=1e-5,
+                  vocab_size=VOCAB, max_position_embeddings=4096, num_key_value_heads=2,
+                  first_k_dense_replace=1, moe_intermediate_size=64, n_routed_experts=8,
+                  n_shared_experts=1, norm_topk_prob=True, num_experts_per_tok=2,
+                  rope_theta=10000.0, routed_scaling_factor=2.0),}
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
+# MLX's CPU gather_mm multiplies float32 only, so mlx-lm runs a mixture of
+# experts with dense experts in float32 (and quantized ones, through
+# gather_qmm, in bfloat16): the dense case of these is float32.
+MOE_ARCHITECTURES = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "phimoe", "granitemoe",
+                     "ernie4_5_moe", "glm4_moe", "dots1"}
+
+
+def case_quantizations(arch, names=None):
+    """(case suffix, quantization, dtype) of an architecture's cases."""
+    cases = []
+    for name in names or QUANTIZATIONS:
+        if name == "bf16" and arch in MOE_ARCHITECTURES:
+            cases.append(("f32", None, mx.float32))
+        else:
+            cases.append((name, QUANTIZATIONS[name], mx.bfloat16))
+    return cases
 # A float32 checkpoint quantized at group 32 has float32 scales and biases,
 # as the converter writes GGUF K-quants (tested for one architecture).
 FLOAT32_CASE = ("qwen2", "q4f32", (32, 4))
@@ -278,7 +360,7 @@ def randomize(model, seed, norm_center=1.0):
             new.append((name, mx.random.normal(value.shape)))
         elif ".act_fn." in name:  # XieLU's learned scalars keep their initial values
             new.append((name, value))
-        elif value.ndim == 2:
+        elif value.ndim in (2, 3):  # projections, and the experts' stacked ones
             new.append((name, mx.random.normal(value.shape) * value.shape[-1] ** -0.5))
         else:  # biases
             new.append((name, 0.1 * mx.random.normal(value.shape)))
@@ -375,11 +457,11 @@ def main():
     only = set(args.only.split(",")) if args.only else None
     cases = []
     for index, (arch, config) in enumerate(ARCHITECTURES.items()):
-        for quant_name in QUANTIZATIONS:
+        for quant_name, quant, dtype in case_quantizations(arch):
             if only and f"{arch}_{quant_name}" not in only:
                 continue
             cases.append(make_case(args.out, arch, quant_name, config, checkpoint_seed(index),
-                                   QUANTIZATIONS[quant_name]))
+                                   quant, dtype))
             print("wrote", cases[-1], flush=True)
     arch, quant_name, quant = FLOAT32_CASE
     if not only or f"{arch}_{quant_name}" in only:

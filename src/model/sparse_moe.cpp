@@ -1,0 +1,208 @@
+#include "model/sparse_moe.h"
+
+#include <mlx/ops.h>
+
+#include <limits>
+
+#include "model/activations.h"
+#include "model/weight_store.h"
+
+namespace mlx_cpp {
+namespace mx = mlx::core;
+
+SwitchLinear SwitchLinear::load(WeightStore& weights, const QuantizationConfig& quantization,
+                                const std::string& path, int experts, int in_dims, int out_dims,
+                                bool has_bias) {
+  SwitchLinear layer;
+  if (auto params = quantization.for_module(path, in_dims, weights)) {
+    const int packed = in_dims * params->bits / 32, groups = in_dims / params->group_size;
+    layer.quantized_ = QuantizedTensor{
+        weights.take(path + ".weight", mx::Shape{experts, out_dims, packed},
+                     DtypeRule::packed_uint32),
+        weights.take(path + ".scales", mx::Shape{experts, out_dims, groups}),
+        weights.take(path + ".biases", mx::Shape{experts, out_dims, groups}), *params};
+  } else {
+    layer.dense_ = weights.take(path + ".weight", mx::Shape{experts, out_dims, in_dims});
+  }
+  if (has_bias) layer.bias_ = weights.take(path + ".bias", mx::Shape{experts, out_dims});
+  return layer;
+}
+
+mx::array SwitchLinear::operator()(const mx::array& x, const mx::array& indices,
+                                   bool sorted_indices) const {
+  auto y =
+      quantized_
+          ? mx::gather_qmm(x, quantized_->packed, quantized_->scales, quantized_->biases,
+                           std::nullopt, indices, /*transpose=*/true, quantized_->params.group_size,
+                           quantized_->params.bits, quantized_->params.mode, std::nullopt,
+                           sorted_indices)
+          : mx::gather_mm(x, mx::swapaxes(*dense_, -1, -2), std::nullopt, indices, sorted_indices);
+  if (bias_) y = mx::add(y, mx::expand_dims(mx::take(*bias_, indices, 0), -2));
+  return y;
+}
+
+size_t SwitchLinear::bytes() const {
+  size_t total = bias_ ? bias_->nbytes() : 0;
+  if (quantized_)
+    return total + quantized_->packed.nbytes() + quantized_->scales.nbytes() +
+           quantized_->biases.nbytes();
+  return total + dense_->nbytes();
+}
+
+SparseMoe SparseMoe::load(WeightStore& weights, const QuantizationConfig& quantization,
+                          const std::string& prefix, const MoeSpec& spec, int hidden,
+                          KernelMode kernels) {
+  SparseMoe moe;
+  moe.spec_ = spec;
+  const int experts = spec.num_experts, ffn = spec.intermediate_size;
+  moe.gate_ = Linear::load(weights, quantization, prefix + "gate", hidden, experts, false);
+  if (spec.selection_bias)
+    moe.selection_bias_ = weights.take(prefix + "gate.e_score_correction_bias", mx::Shape{experts});
+  auto expert = [&](const char* name, int in, int out) {
+    return SwitchLinear::load(weights, quantization, prefix + "switch_mlp." + name, experts, in,
+                              out, spec.expert_bias);
+  };
+  moe.gate_proj_ = expert("gate_proj", hidden, ffn);
+  moe.up_proj_ = expert("up_proj", hidden, ffn);
+  moe.down_proj_ = expert("down_proj", ffn, hidden);
+  if (spec.shared_intermediate_size > 0) {
+    const int shared = spec.shared_intermediate_size;
+    auto linear = [&](const char* name, int in, int out) {
+      return Linear::load(weights, quantization, prefix + "shared_experts." + name, in, out,
+                          spec.shared_bias, kernels);
+    };
+    Mlp mlp;
+    mlp.gate_proj = linear("gate_proj", hidden, shared);
+    mlp.up_proj = linear("up_proj", hidden, shared);
+    mlp.down_proj = linear("down_proj", shared, hidden);
+    mlp.kernels = kernels;
+    moe.shared_ = std::move(mlp);
+    if (spec.shared_gate)
+      moe.shared_gate_ =
+          Linear::load(weights, quantization, prefix + "shared_expert_gate", hidden, 1, false);
+  }
+  return moe;
+}
+
+ExpertChoice SparseMoe::sparsemixer(const mx::array& gates) const {
+  const auto dtype = gates.dtype();
+  const auto minus_infinity = mx::array(-std::numeric_limits<float>::infinity(), dtype);
+  // 2 * jitter_eps is a Python float product before it meets the array.
+  const auto band_width = mx::array(float(2 * spec_.sparsemixer_jitter), dtype);
+  auto masked = gates;
+  std::vector<mx::array> indices, weights;
+  for (int step = 0; step < spec_.top_k; ++step) {
+    auto top = mx::max(masked, -1, /*keepdims=*/true);
+    auto index = mx::argmax(masked, -1, /*keepdims=*/true);
+    auto factor = mx::maximum(mx::abs(gates), top);
+    auto band = mx::where(mx::greater(mx::divide(mx::subtract(top, gates), factor), band_width),
+                          minus_infinity, masked);
+    band = mx::softmax(band, -1, /*precise=*/true);
+    weights.push_back(mx::take_along_axis(band, index, -1));
+    indices.push_back(index);
+    masked = mx::put_along_axis(masked, index, minus_infinity, -1);
+  }
+  return {mx::concatenate(indices, -1), mx::concatenate(weights, -1)};
+}
+
+ExpertChoice SparseMoe::route(const mx::array& x) const {
+  const int k = spec_.top_k, experts = spec_.num_experts;
+  auto logits = gate_(x);
+  if (spec_.scoring == RouterScoring::sparsemixer) return sparsemixer(logits);
+  // `scores` give the weights, `selection` picks the experts.
+  mx::array scores = logits;
+  switch (spec_.scoring) {
+    case RouterScoring::softmax:
+      if (spec_.scores_in_float32) scores = mx::astype(scores, mx::float32);
+      scores = mx::softmax(scores, -1, spec_.precise_softmax);
+      break;
+    case RouterScoring::sigmoid:
+      scores = mx::sigmoid(mx::astype(scores, mx::float32));
+      break;
+    default:
+      break;
+  }
+  auto selection = selection_bias_ ? mx::add(scores, *selection_bias_) : scores;
+  const int dropped_groups = spec_.groups - spec_.top_k_groups;
+  if (dropped_groups != 0) {
+    // Zero every expert of the groups whose two best scores sum lowest.
+    auto grouped = mx::unflatten(selection, -1, {spec_.groups, -1});
+    auto group_scores = mx::sum(mx::topk(grouped, 2, -1), -1, /*keepdims=*/true);
+    auto lowest = mx::argpartition(group_scores, dropped_groups - 1, -2);
+    auto start = mx::Shape(lowest.ndim(), 0);
+    auto stop = lowest.shape();
+    stop[stop.size() - 2] = dropped_groups;
+    grouped = mx::put_along_axis(grouped, mx::slice(lowest, start, stop), mx::array(0.0f), -2);
+    selection = mx::flatten(grouped, -2, -1);
+  }
+  auto last_axis_slice = [](const mx::array& a, int begin, int end) {
+    auto start = mx::Shape(a.ndim(), 0);
+    auto stop = a.shape();
+    start.back() = begin;
+    stop.back() = end;
+    return mx::slice(a, start, stop);
+  };
+  auto indices =
+      spec_.top_k_form == TopKForm::highest
+          ? last_axis_slice(mx::argpartition(selection, experts - k, -1), experts - k, experts)
+          : last_axis_slice(mx::argpartition(mx::negative(selection), k - 1, -1), 0, k);
+  auto weights = mx::take_along_axis(scores, indices, -1);
+  if (spec_.scoring == RouterScoring::softmax_of_top_k) {
+    if (spec_.scores_in_float32) weights = mx::astype(weights, mx::float32);
+    weights = mx::softmax(weights, -1, spec_.precise_softmax);
+  }
+  if (spec_.normalization == TopKNormalization::by_sum)
+    weights = mx::divide(weights, mx::sum(weights, -1, /*keepdims=*/true));
+  if (spec_.normalization == TopKNormalization::by_floored_sum)
+    weights = mx::divide(weights, mx::maximum(mx::sum(weights, -1, /*keepdims=*/true),
+                                              mx::array(1e-12f, weights.dtype())));
+  if (spec_.routed_scaling)
+    weights = mx::multiply(weights, mx::array(*spec_.routed_scaling, weights.dtype()));
+  return {indices, weights};
+}
+
+mx::array SparseMoe::experts(const mx::array& x, const mx::array& indices) const {
+  auto input = mx::expand_dims(x, {-2, -3});  // [..., 1, 1, hidden]
+  // Many tokens: sort them by expert, so each expert's weights are read
+  // once (mlx-lm's threshold).
+  const bool sort = indices.size() >= 64;
+  auto chosen = indices;
+  std::optional<mx::array> inverse_order;
+  if (sort) {
+    const int k = indices.shape(-1);
+    auto flat = mx::flatten(indices);
+    auto order = mx::argsort(flat);
+    inverse_order = mx::argsort(order);
+    input =
+        mx::take(mx::flatten(input, 0, -3), mx::floor_divide(order, mx::array(k, mx::uint32)), 0);
+    chosen = mx::take(flat, order, 0);
+  }
+  auto up = up_proj_(input, chosen, sort);
+  auto gate = gate_proj_(input, chosen, sort);
+  auto out = down_proj_(swiglu(gate, up), chosen, sort);
+  if (sort) out = mx::unflatten(mx::take(out, *inverse_order, 0), 0, indices.shape());
+  return mx::squeeze(out, -2);
+}
+
+mx::array SparseMoe::operator()(const mx::array& x) const {
+  auto [indices, weights] = route(x);
+  auto y = experts(x, indices);
+  y = mx::astype(mx::sum(mx::multiply(y, mx::expand_dims(weights, -1)), -2), y.dtype());
+  if (!shared_) return y;
+  auto shared = (*shared_)(x);
+  if (shared_gate_) shared = mx::multiply(mx::sigmoid((*shared_gate_)(x)), shared);
+  return mx::add(y, shared);
+}
+
+size_t SparseMoe::bytes() const {
+  return gate_.bytes() + gate_proj_.bytes() + up_proj_.bytes() + down_proj_.bytes() +
+         (shared_ ? shared_->bytes() : 0) + (shared_gate_ ? shared_gate_->bytes() : 0);
+}
+
+size_t SparseMoe::bytes_per_token() const {
+  const size_t experts = gate_proj_.bytes() + up_proj_.bytes() + down_proj_.bytes();
+  return gate_.bytes() + experts / spec_.num_experts * spec_.top_k +
+         (shared_ ? shared_->bytes() : 0) + (shared_gate_ ? shared_gate_->bytes() : 0);
+}
+
+}  // namespace mlx_cpp

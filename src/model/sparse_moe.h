@@ -1,0 +1,70 @@
+#pragma once
+// A mixture-of-experts MLP as mlx-lm's MoE blocks compute it: a router
+// picks each token's top k experts and their weights (MoeSpec says how),
+// the experts run as mlx-lm's SwitchGLU does (gather_mm / gather_qmm over
+// the chosen experts' stacked weights, tokens sorted by expert when there
+// are many), their outputs are summed by weight, and shared experts are
+// added. The router always runs MLX's ops, on both paths: a rounding
+// difference there would change which experts run, not just the bits.
+#include <mlx/array.h>
+
+#include <optional>
+#include <string>
+
+#include "model/layers.h"
+#include "model/mlp.h"
+#include "model/transformer_spec.h"
+
+namespace mlx_cpp {
+
+class WeightStore;
+
+// One projection of every expert: [experts, out, in], dense or affine
+// quantized, with an optional [experts, out] bias.
+class SwitchLinear {
+ public:
+  static SwitchLinear load(WeightStore& weights, const QuantizationConfig& quantization,
+                           const std::string& path, int experts, int in_dims, int out_dims,
+                           bool has_bias);
+  // x [..., 1, in] (or [n, 1, in] sorted), indices [...] → [..., 1, out].
+  mlx::core::array operator()(const mlx::core::array& x, const mlx::core::array& indices,
+                              bool sorted_indices) const;
+  size_t bytes() const;
+
+ private:
+  std::optional<mlx::core::array> dense_;
+  std::optional<QuantizedTensor> quantized_;
+  std::optional<mlx::core::array> bias_;
+};
+
+struct ExpertChoice {
+  mlx::core::array indices;  // [..., k]
+  mlx::core::array weights;  // [..., k]
+};
+
+class SparseMoe {
+ public:
+  static SparseMoe load(WeightStore& weights, const QuantizationConfig& quantization,
+                        const std::string& prefix, const MoeSpec& spec, int hidden,
+                        KernelMode kernels);
+  // x [..., hidden] → [..., hidden]
+  mlx::core::array operator()(const mlx::core::array& x) const;
+  ExpertChoice route(const mlx::core::array& x) const;
+  size_t bytes() const;
+  // What one token reads: the router, k of the experts, the shared ones.
+  size_t bytes_per_token() const;
+
+ private:
+  // mlx-lm's SwitchGLU: [..., hidden] and [..., k] → [..., k, hidden].
+  mlx::core::array experts(const mlx::core::array& x, const mlx::core::array& indices) const;
+  ExpertChoice sparsemixer(const mlx::core::array& logits) const;
+
+  MoeSpec spec_;
+  Linear gate_;
+  std::optional<mlx::core::array> selection_bias_;
+  SwitchLinear gate_proj_, up_proj_, down_proj_;
+  std::optional<Mlp> shared_;
+  std::optional<Linear> shared_gate_;
+};
+
+}  // namespace mlx_cpp
