@@ -1,0 +1,82 @@
+#include "model/architecture_fields.h"
+
+#include <cmath>
+
+#include "io/error.h"
+
+namespace mlx_cpp::architecture {
+
+float inverse_sqrt(double value) {
+  return static_cast<float>(std::pow(value, -0.5));
+}
+
+// The fields every llama-family config shares.
+TransformerSpec common_fields(const ConfigReader& config) {
+  TransformerSpec spec;
+  spec.hidden_size = config.required_int("hidden_size");
+  spec.num_layers = config.required_int("num_hidden_layers");
+  spec.intermediate_size = config.required_int("intermediate_size");
+  spec.num_heads = config.required_int("num_attention_heads");
+  spec.vocab_size = config.required_int("vocab_size");
+  spec.norm_eps = static_cast<float>(config.required_number("rms_norm_eps"));
+  spec.num_kv_heads = config.int_or("num_key_value_heads", spec.num_heads);
+  spec.max_position_embeddings = config.optional_int("max_position_embeddings");
+  spec.layer_is_sliding.assign(spec.num_layers, false);
+  return spec;
+}
+
+void finish_attention(TransformerSpec& spec) {
+  if (spec.num_heads % spec.num_kv_heads != 0)
+    throw Error("config.json: num_attention_heads " + std::to_string(spec.num_heads) +
+                " is not a multiple of num_key_value_heads " + std::to_string(spec.num_kv_heads));
+  spec.attention_scale = inverse_sqrt(spec.head_dim);
+  spec.local_rope = spec.global_rope;
+  if (spec.layer_uses_rope.empty()) spec.layer_uses_rope.assign(spec.num_layers, true);
+}
+
+// A config list with one entry per layer (`entry` names them in the error).
+const nlohmann::json& per_layer(const ConfigReader& config, const std::string& key, int layers,
+                                const std::string& entry) {
+  const auto& list = config.raw()[key];
+  if (!list.is_array() || static_cast<int>(list.size()) != layers)
+    throw Error("config.json: " + key + " must list one " + entry + " per layer");
+  return list;
+}
+
+TiedHead tied_if(bool tied) {
+  return tied ? TiedHead::tied : TiedHead::untied;
+}
+
+// head_dim where the config gives one (null counts as none), else hidden / heads.
+int head_dim_or_split(const ConfigReader& config, const TransformerSpec& spec) {
+  const bool given = config.has("head_dim") && !config.raw()["head_dim"].is_null();
+  return given ? config.required_int("head_dim") : spec.hidden_size / spec.num_heads;
+}
+
+// The layer-norm families name their epsilon otherwise; everything else as
+// common_fields reads it.
+TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key) {
+  TransformerSpec spec;
+  spec.hidden_size = config.required_int("hidden_size");
+  spec.num_layers = config.required_int("num_hidden_layers");
+  spec.intermediate_size = config.required_int("intermediate_size");
+  spec.num_heads = config.required_int("num_attention_heads");
+  spec.vocab_size = config.required_int("vocab_size");
+  spec.norm_eps = static_cast<float>(config.required_number(eps_key));
+  spec.num_kv_heads = config.int_or("num_key_value_heads", spec.num_heads);
+  spec.max_position_embeddings = config.optional_int("max_position_embeddings");
+  spec.layer_is_sliding.assign(spec.num_layers, false);
+  return spec;
+}
+
+// Python's int(partial_rotary_factor * head_dim).
+int rotary_dims_of(const ConfigReader& config, int head_dim, double fallback) {
+  return int(config.number_or("partial_rotary_factor", fallback) * head_dim);
+}
+
+// Python's math.sqrt(1 / head_dim), the scale phi and stablelm compute.
+float sqrt_of_inverse(int head_dim) {
+  return static_cast<float>(std::sqrt(1.0 / head_dim));
+}
+
+}  // namespace mlx_cpp::architecture

@@ -1,0 +1,51 @@
+#pragma once
+// What the descriptor table's builders share (the files *_architectures.cpp,
+// one per family): the fields every llama-family config has, finishing an
+// attention spec, and the builders other families start from. Not for use
+// outside those files; the table's interface is architectures.h.
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/config_reader.h"
+#include "model/transformer_spec.h"
+
+namespace mlx_cpp::architecture {
+
+using Builder = std::function<TransformerSpec(const ConfigReader&)>;
+using BuilderTable = std::vector<std::pair<std::string, Builder>>;
+
+float inverse_sqrt(double value);
+// The fields every llama-family config shares.
+TransformerSpec common_fields(const ConfigReader& config);
+// The layer-norm families name their epsilon otherwise; everything else as
+// common_fields reads it.
+TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key);
+// Checks the head counts, sets the attention scale, the local rope and the
+// layers' rope flags.
+void finish_attention(TransformerSpec& spec);
+// A config list with one entry per layer (`entry` names them in the error).
+const nlohmann::json& per_layer(const ConfigReader& config, const std::string& key, int layers,
+                                const std::string& entry);
+TiedHead tied_if(bool tied);
+// head_dim where the config gives one (null counts as none), else hidden / heads.
+int head_dim_or_split(const ConfigReader& config, const TransformerSpec& spec);
+// Python's int(partial_rotary_factor * head_dim).
+int rotary_dims_of(const ConfigReader& config, int head_dim, double fallback);
+// Python's math.sqrt(1 / head_dim), the scale phi and stablelm compute.
+float sqrt_of_inverse(int head_dim);
+
+// Builders other families start from.
+TransformerSpec qwen3(const ConfigReader& config);
+TransformerSpec ernie4_5(const ConfigReader& config);
+// granite's attention and µP multipliers, without its MLP bias.
+TransformerSpec granite_fields(const ConfigReader& config);
+
+// Each family's builders, in table order.
+const BuilderTable& rms_norm_builders();
+const BuilderTable& layer_norm_builders();
+const BuilderTable& moe_builders();
+
+}  // namespace mlx_cpp::architecture
