@@ -15,5 +15,6 @@ void register_bench_command(CLI::App& app);
 void register_perplexity_command(CLI::App& app);
 void register_serve_command(CLI::App& app);
 void register_template_command(CLI::App& app);
+void register_inspect_command(CLI::App& app);
 
 }  // namespace mlx_cpp::cli

@@ -44,10 +44,9 @@ void print_stats(const TextResult& result) {
 
 void run_generate(const GenerateArguments& args) {
   const auto speculative = args.speculative.to_options();
-  auto session =
-      Session::open(resolve_model_argument(args.model),
-                    {args.context_size, parse_kernel_mode(args.kernels),
-                     args.speculative.draft_directory_for(speculative)});
+  auto session = Session::open(resolve_model_argument(args.model),
+                               {args.context_size, parse_kernel_mode(args.kernels),
+                                args.speculative.draft_directory_for(speculative)});
   // As mlx-lm's generate: the prompt is a user message in the model's chat
   // template when it has one (an instruction-tuned model given raw text
   // often answers nothing); --raw sends the text as it is.

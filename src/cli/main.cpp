@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   mlx_cpp::cli::register_perplexity_command(app);
   mlx_cpp::cli::register_serve_command(app);
   mlx_cpp::cli::register_template_command(app);
+  mlx_cpp::cli::register_inspect_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -46,11 +46,11 @@ void add_speculative_options(CLI::App* command, SpeculativeArguments& speculativ
   command->add_option("--spec", speculative.source,
                       "Speculative decoding: draft (the draft model), prompt-lookup (n-grams of "
                       "the context) or none (default: draft when --draft-model is given)");
-  command->add_option("--draft-tokens", speculative.draft_tokens,
-                      "Tokens proposed per verify at most")
+  command
+      ->add_option("--draft-tokens", speculative.draft_tokens, "Tokens proposed per verify at most")
       ->capture_default_str();
-  command->add_option("--spec-ngram", speculative.ngram,
-                      "Prompt lookup: the longest n-gram to match")
+  command
+      ->add_option("--spec-ngram", speculative.ngram, "Prompt lookup: the longest n-gram to match")
       ->capture_default_str();
   command
       ->add_option("--spec-schedule", speculative.schedule,

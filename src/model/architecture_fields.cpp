@@ -37,10 +37,18 @@ void finish_attention(TransformerSpec& spec) {
 // A config list with one entry per layer (`entry` names them in the error).
 const nlohmann::json& per_layer(const ConfigReader& config, const std::string& key, int layers,
                                 const std::string& entry) {
-  const auto& list = config.raw()[key];
+  const auto& list = config.value(key.c_str());
   if (!list.is_array() || static_cast<int>(list.size()) != layers)
     throw Error("config.json: " + key + " must list one " + entry + " per layer");
   return list;
+}
+
+int count_or(const ConfigReader& config, const char* key, int fallback) {
+  const auto& value = config.value(key);
+  if (value.is_null()) return fallback;
+  if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > (1 << 30))
+    throw Error(std::string("config.json: '") + key + "' must be a count (0 or more)");
+  return value.get<int>();
 }
 
 TiedHead tied_if(bool tied) {
@@ -49,7 +57,7 @@ TiedHead tied_if(bool tied) {
 
 // head_dim where the config gives one (null counts as none), else hidden / heads.
 int head_dim_or_split(const ConfigReader& config, const TransformerSpec& spec) {
-  const bool given = config.has("head_dim") && !config.raw()["head_dim"].is_null();
+  const bool given = config.has("head_dim");
   return given ? config.required_int("head_dim") : spec.hidden_size / spec.num_heads;
 }
 

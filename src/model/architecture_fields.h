@@ -30,6 +30,9 @@ void finish_attention(TransformerSpec& spec);
 const nlohmann::json& per_layer(const ConfigReader& config, const std::string& key, int layers,
                                 const std::string& entry);
 TiedHead tied_if(bool tied);
+// A count that may be 0 (first_k_dense_replace, n_shared_experts), or
+// `fallback` when absent.
+int count_or(const ConfigReader& config, const char* key, int fallback);
 // head_dim where the config gives one (null counts as none), else hidden / heads.
 int head_dim_or_split(const ConfigReader& config, const TransformerSpec& spec);
 // Python's int(partial_rotary_factor * head_dim).

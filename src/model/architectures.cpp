@@ -49,14 +49,17 @@ std::string remap_model_type(const std::string& model_type) {
   return found == remapping.end() ? model_type : found->second;
 }
 
-TransformerSpec build_transformer_spec(const nlohmann::json& config) {
+TransformerSpec build_transformer_spec(const nlohmann::json& config,
+                                       std::set<std::string>* keys_read) {
   if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
     throw Error("config.json has no string 'model_type'");
   auto model_type = remap_model_type(config["model_type"].get<std::string>());
   for (const auto& [name, builder] : table()) {
     if (name != model_type) continue;
-    auto spec = builder(ConfigReader(config));
+    ConfigReader reader(config);
+    auto spec = builder(reader);
     spec.model_type = model_type;
+    if (keys_read) *keys_read = reader.keys_read();
     return spec;
   }
   auto requested = config["model_type"].get<std::string>();

@@ -4,6 +4,7 @@
 // family is one entry here; a model that needs its own graph gets a dedicated
 // module instead, and dispatch tries that first.
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ std::vector<std::string> closest_model_types(const std::string& model_type);
 // Builds the spec for config["model_type"]; throws Error naming the
 // closest supported types and listing all for an unknown one, or naming a
 // missing/invalid field.
-TransformerSpec build_transformer_spec(const nlohmann::json& config);
+// With keys_read, the config keys its builder asked for.
+TransformerSpec build_transformer_spec(const nlohmann::json& config,
+                                       std::set<std::string>* keys_read = nullptr);
 
 }  // namespace mlx_cpp

@@ -16,7 +16,13 @@ void ConfigReader::fail(const char* key, const char* expected) const {
 }
 
 bool ConfigReader::has(const char* key) const {
+  keys_read_.insert(key);
   return config_.contains(key) && !config_[key].is_null();
+}
+
+const nlohmann::json& ConfigReader::value(const char* key) const {
+  keys_read_.insert(key);
+  return config_.contains(key) ? config_[key] : kNull;
 }
 
 int ConfigReader::required_int(const char* key) const {

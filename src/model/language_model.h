@@ -52,6 +52,11 @@ struct LoadOptions {
   bool fused_decode = true;
 };
 
+// config.json with a nested text_config (multimodal wrappers) flattened so
+// the text model's fields win, and generation_config.json's eos_token_id
+// replacing the config's, as mlx-lm's load_config does.
+nlohmann::json read_model_config(const std::filesystem::path& directory);
+
 // Loads config.json (+ generation_config.json) and the weights of an MLX
 // checkpoint directory, audits the weights, and returns the model. Throws
 // Error with a one-line message on any problem.

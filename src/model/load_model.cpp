@@ -10,9 +10,19 @@
 namespace mlx_cpp {
 namespace {
 
-// config.json with a nested text_config (multimodal wrappers) flattened so
-// the text model's fields win, and generation_config.json's eos_token_id
-// replacing the config's, as mlx-lm's load_config does.
+std::vector<int> eos_ids(const nlohmann::json& config) {
+  std::vector<int> ids;
+  if (!config.contains("eos_token_id")) return ids;
+  const auto& value = config["eos_token_id"];
+  if (value.is_number_integer()) ids.push_back(value.get<int>());
+  if (value.is_array())
+    for (const auto& id : value)
+      if (id.is_number_integer()) ids.push_back(id.get<int>());
+  return ids;
+}
+
+}  // namespace
+
 nlohmann::json read_model_config(const std::filesystem::path& directory) {
   auto config_path = directory / "config.json";
   if (!std::filesystem::exists(config_path))
@@ -31,19 +41,6 @@ nlohmann::json read_model_config(const std::filesystem::path& directory) {
   }
   return config;
 }
-
-std::vector<int> eos_ids(const nlohmann::json& config) {
-  std::vector<int> ids;
-  if (!config.contains("eos_token_id")) return ids;
-  const auto& value = config["eos_token_id"];
-  if (value.is_number_integer()) ids.push_back(value.get<int>());
-  if (value.is_array())
-    for (const auto& id : value)
-      if (id.is_number_integer()) ids.push_back(id.get<int>());
-  return ids;
-}
-
-}  // namespace
 
 LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions& options) {
   if (!std::filesystem::is_directory(directory))

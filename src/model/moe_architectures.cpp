@@ -85,7 +85,7 @@ TransformerSpec qwen3_moe(const ConfigReader& config) {
   if (config.required_bool("norm_topk_prob")) moe.normalization = TopKNormalization::by_sum;
   every_layer_moe(spec, moe);
   const int step = config.required_int("decoder_sparse_step");
-  const auto& dense = config.raw()["mlp_only_layers"];
+  const auto& dense = config.value("mlp_only_layers");
   if (!dense.is_array())
     throw Error("config.json (model_type qwen3_moe): mlp_only_layers must be a list");
   for (int i = 0; i < spec.num_layers; ++i)
@@ -183,13 +183,13 @@ TransformerSpec granitemoe(const ConfigReader& config) {
 // renormalised, shared experts added after.
 TransformerSpec ernie4_5_moe(const ConfigReader& config) {
   auto spec = ernie4_5(config);
-  const auto& raw = config.raw();
-  const int expert_ffn = config.int_or("moe_intermediate_size", 0);
+  const int expert_ffn = count_or(config, "moe_intermediate_size", 0);
   MoeSpec moe;
   moe.num_experts = config.required_int("moe_num_experts");
   moe.top_k = config.int_or("moe_k", 1);
   moe.intermediate_size = expert_ffn ? expert_ffn : spec.intermediate_size;
-  const auto act = raw.value("moe_gate_act", std::string("softmax"));
+  const auto& gate_act = config.value("moe_gate_act");
+  const auto act = gate_act.is_string() ? gate_act.get<std::string>() : std::string("softmax");
   if (act != "softmax" && act != "sigmoid")
     throw Error("config.json (model_type ernie4_5_moe): moe_gate_act must be softmax or sigmoid");
   moe.scoring = act == "softmax" ? RouterScoring::softmax : RouterScoring::sigmoid;
@@ -197,11 +197,11 @@ TransformerSpec ernie4_5_moe(const ConfigReader& config) {
   moe.precise_softmax = false;
   moe.normalization = TopKNormalization::by_floored_sum;
   moe.expert_bias = moe.shared_bias = spec.mlp_bias;
-  const int shared = raw.value("moe_num_shared_experts", 0);
+  const int shared = count_or(config, "moe_num_shared_experts", 0);
   moe.shared_intermediate_size = shared * moe.intermediate_size;
   every_layer_moe(spec, moe);
   auto bound = [&](const char* key, int fallback, bool lowest) {
-    const auto& value = raw.value(key, nlohmann::json());
+    const auto& value = config.value(key);
     if (value.is_number_integer()) return value.get<int>();
     if (value.is_array() && !value.empty()) {
       auto values = value.get<std::vector<int>>();
@@ -236,15 +236,14 @@ MoeSpec grouped_sigmoid_moe(const ConfigReader& config, bool shared_bias) {
   if (config.required_bool("norm_topk_prob") && moe.top_k > 1)
     moe.normalization = TopKNormalization::by_sum;
   moe.routed_scaling = float(config.required_number("routed_scaling_factor"));
-  if (config.has("n_shared_experts"))
-    moe.shared_intermediate_size = config.required_int("n_shared_experts") * moe.intermediate_size;
+  moe.shared_intermediate_size = count_or(config, "n_shared_experts", 0) * moe.intermediate_size;
   moe.shared_bias = shared_bias;
   return moe;
 }
 
 void moe_after_dense_layers(TransformerSpec& spec, const ConfigReader& config, MoeSpec moe) {
   every_layer_moe(spec, moe);
-  const int dense = config.raw().value("first_k_dense_replace", 0);
+  const int dense = count_or(config, "first_k_dense_replace", 0);
   for (int i = 0; i < spec.num_layers; ++i) spec.layer_is_moe[i] = i >= dense;
 }
 

@@ -31,7 +31,7 @@ TransformerSpec llama(const ConfigReader& config) {
 // no_rope_layers (1 = rope), or every no_rope_layer_interval-th layer.
 TransformerSpec smollm3(const ConfigReader& config) {
   auto spec = llama(config);
-  if (config.has("no_rope_layers") && !config.raw()["no_rope_layers"].is_null()) {
+  if (config.has("no_rope_layers")) {
     const auto& flags = per_layer(config, "no_rope_layers", spec.num_layers, "flag");
     for (int i = 0; i < spec.num_layers; ++i) spec.layer_uses_rope[i] = flags[i] != 0;
   } else {
@@ -170,7 +170,7 @@ TransformerSpec olmo3(const ConfigReader& config) {
   finish_attention(spec);
   spec.local_rope = {base, false, nullptr};
   spec.sliding_window = config.required_int("sliding_window");
-  if (config.has("layer_types") && !config.raw()["layer_types"].is_null()) {
+  if (config.has("layer_types")) {
     const auto& types = per_layer(config, "layer_types", spec.num_layers, "type");
     for (int i = 0; i < spec.num_layers; ++i)
       spec.layer_is_sliding[i] = types[i] != "full_attention";
@@ -194,7 +194,7 @@ TransformerSpec exaone4(const ConfigReader& config) {
   spec.tied_head = tied_if(config.required_bool("tie_word_embeddings"));
   finish_attention(spec);
   spec.qk_norm = spec.post_norms = true;
-  const auto& pattern = config.raw().value("sliding_window_pattern", nlohmann::json());
+  const auto& pattern = config.value("sliding_window_pattern");
   if (pattern.is_string() && !pattern.get<std::string>().empty()) {
     const auto text = pattern.get<std::string>();
     for (int i = 0; i < spec.num_layers; ++i)

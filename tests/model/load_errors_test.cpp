@@ -11,6 +11,7 @@
 #include "io/json_file.h"
 #include "model/architectures.h"
 #include "model/language_model.h"
+#include "model/model_inspection.h"
 
 namespace mlx_cpp {
 namespace {
@@ -87,6 +88,42 @@ TEST_F(LoadErrors, UnknownModelTypeNamesTheClosestSupported) {
   EXPECT_EQ(closest_model_types("gemma2x").front(), "gemma2");
   EXPECT_EQ(closest_model_types("starcoder"), std::vector<std::string>{"starcoder2"});
   EXPECT_TRUE(closest_model_types("rwkv7").empty());
+}
+
+TEST_F(LoadErrors, InspectionOfAGoodCopyNamesItsTierAndUnreadKeys) {
+  edit_config([](auto& config) { config["attention_sink_size"] = 4; });
+  auto report = inspect_model(directory_);
+  EXPECT_TRUE(report.supported);
+  EXPECT_EQ(report.tier, "generic dense");
+  EXPECT_NE(report.shape.find("3 layers, hidden 64"), std::string::npos) << report.shape;
+  EXPECT_EQ(report.unread_config_keys, std::vector<std::string>{"attention_sink_size"});
+  EXPECT_FALSE(report.weight_problems) << *report.weight_problems;
+  EXPECT_GT(report.parameter_count, 0u);
+}
+
+TEST_F(LoadErrors, InspectionReportsTensorsThatDoNotMatch) {
+  edit_config([](auto& config) { config["intermediate_size"] = 256; });
+  auto report = inspect_model(directory_);
+  EXPECT_TRUE(report.supported);
+  ASSERT_TRUE(report.weight_problems);
+  EXPECT_NE(report.weight_problems->find("mlp.up_proj.weight has shape"), std::string::npos)
+      << *report.weight_problems;
+}
+
+TEST_F(LoadErrors, InspectionRefusesAnUnknownType) {
+  edit_config([](auto& config) { config["model_type"] = "rwkv7"; });
+  auto report = inspect_model(directory_);
+  EXPECT_FALSE(report.supported);
+  EXPECT_TRUE(report.tier.empty());
+  EXPECT_NE(report.refusal.find("unsupported model_type 'rwkv7'"), std::string::npos);
+}
+
+TEST(ModelInspection, MixtureOfExpertsTier) {
+  auto report = inspect_model(testing::GoldenCase::load("qwen3_moe_q4").model_directory);
+  EXPECT_EQ(report.tier, "generic mixture of experts");
+  EXPECT_NE(report.shape.find("2 routed layers of 8 experts (2 per token)"), std::string::npos)
+      << report.shape;
+  EXPECT_FALSE(report.weight_problems);
 }
 
 TEST_F(LoadErrors, MissingWeightFiles) {
