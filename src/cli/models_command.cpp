@@ -1,11 +1,14 @@
 // mlx-cpp pull NAME            download, verify, convert and record a model
 // mlx-cpp models [--path NAME] list known models, or print one's directory
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/command.h"
 #include "io/error.h"
 #include "io/model_cache.h"
+#include "model/architectures.h"
+#include "model/language_model.h"
 
 namespace mlx_cpp::cli {
 namespace {
@@ -26,19 +29,35 @@ std::string human_parameters(std::uint64_t parameters) {
   return text;
 }
 
+// Which part of mlx-cpp serves a converted model, by its config's
+// model_type (`mlx-cpp inspect` tells more): every supported type runs on
+// the descriptor table's generic graph.
+const char* tier_of(const std::filesystem::path& directory) {
+  try {
+    const auto config = read_model_config(directory);
+    const auto types = supported_model_types();
+    const auto model_type = remap_model_type(config.value("model_type", std::string()));
+    const bool known = std::find(types.begin(), types.end(), model_type) != types.end();
+    return known ? "generic" : "unsupported";
+  } catch (const Error&) {
+    return "unreadable";
+  }
+}
+
 void list_models() {
-  std::printf("%-30s %-7s %-8s %-8s %-10s %s\n", "NAME", "PULLED", "ARCH", "PARAMS", "SIZE",
-              "QUANTIZATION");
+  std::printf("%-30s %-7s %-8s %-8s %-8s %-10s %s\n", "NAME", "PULLED", "ARCH", "TIER", "PARAMS",
+              "SIZE", "QUANTIZATION");
   for (const auto& entry : model_catalog()) {
     auto pulled = find_pulled_model(entry.name);
     std::string name = entry.name + (entry.name == default_model_name() ? " *" : "");
     if (pulled) {
-      std::printf("%-30s %-7s %-8s %-8s %-10s %s\n", name.c_str(), "yes",
-                  pulled->architecture.c_str(), human_parameters(pulled->parameters).c_str(),
+      std::printf("%-30s %-7s %-8s %-8s %-8s %-10s %s\n", name.c_str(), "yes",
+                  pulled->architecture.c_str(), tier_of(pulled->directory),
+                  human_parameters(pulled->parameters).c_str(),
                   human_bytes(pulled->bytes_on_disk).c_str(), pulled->quantization.c_str());
     } else {
-      std::printf("%-30s %-7s %-8s %-8s %-10s %s\n", name.c_str(), "no", entry.architecture.c_str(),
-                  entry.parameters.c_str(), "-", "-");
+      std::printf("%-30s %-7s %-8s %-8s %-8s %-10s %s\n", name.c_str(), "no",
+                  entry.architecture.c_str(), "-", entry.parameters.c_str(), "-", "-");
     }
   }
   std::printf("(* default model; cache: %s)\n", model_cache_root().string().c_str());

@@ -101,6 +101,8 @@ class DenseTransformer : public LanguageModel {
                                  const ForwardBatch& batch) const override;
   CacheList make_caches() const override;
   const std::string& model_type() const override { return spec_.model_type; }
+  std::string tier() const override { return "generic"; }
+  bool mixture_of_experts() const override { return spec_.moe.has_value(); }
   int vocab_size() const override { return spec_.vocab_size; }
   size_t parameter_count() const override { return parameter_count_; }
   size_t weight_bytes_per_token() const override;

@@ -27,6 +27,11 @@ class LanguageModel {
                                          const ForwardBatch& batch) const = 0;
   virtual CacheList make_caches() const = 0;
   virtual const std::string& model_type() const = 0;
+  // Which part of mlx-cpp serves it: "dedicated" (a graph of its own) or
+  // "generic" (the descriptor table's dense graph).
+  virtual std::string tier() const = 0;
+  // Whether some layers route tokens to experts.
+  virtual bool mixture_of_experts() const { return false; }
   virtual int vocab_size() const = 0;
   // Parameter count as mlx-lm reports it (quantized weights at full size).
   virtual size_t parameter_count() const = 0;

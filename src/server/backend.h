@@ -26,6 +26,9 @@ class Backend {
   virtual bool has_draft_model() const { return false; }
   // How the model writes tool calls and reasoning (none known by default).
   virtual chat::OutputFormat output_format() const { return {}; }
+  // {"model_type", "tier", "mixture_of_experts"} of the served model (null
+  // where unknown).
+  virtual nlohmann::ordered_json architecture() const { return nullptr; }
   // A grammar compiled against the model's vocabulary (thread-safe);
   // throws mlx_cpp::Error when it cannot be compiled.
   virtual std::shared_ptr<const grammar::CompiledGrammar> compile_grammar(
@@ -71,6 +74,12 @@ class SchedulerBackend : public Backend {
   }
   bool has_draft_model() const override { return draft_ != nullptr; }
   chat::OutputFormat output_format() const override { return runtime_->output_format(); }
+  nlohmann::ordered_json architecture() const override {
+    const auto& model = runtime_->model();
+    return {{"model_type", model.model_type()},
+            {"tier", model.tier()},
+            {"mixture_of_experts", model.mixture_of_experts()}};
+  }
   std::shared_ptr<const grammar::CompiledGrammar> compile_grammar(
       const grammar::GrammarSpec& spec) const override {
     return runtime_->grammar_vocabulary().compile(spec);

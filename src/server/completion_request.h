@@ -18,10 +18,11 @@ struct ModelInfo {
   std::string id;  // the name /v1/models lists and responses carry
   int context_size = 0;
   int vocab_size = 0;
-  GenerationOptions defaults;        // from generation_config.json
-  long long created = 0;             // unix seconds when loading finished
-  bool draft_model = false;          // a draft model is loaded beside it
-  chat::OutputFormat output_format;  // how its answers are parsed
+  GenerationOptions defaults;           // from generation_config.json
+  long long created = 0;                // unix seconds when loading finished
+  bool draft_model = false;             // a draft model is loaded beside it
+  chat::OutputFormat output_format;     // how its answers are parsed
+  nlohmann::ordered_json architecture;  // model_type, tier, mixture_of_experts
 };
 
 enum class Endpoint { chat, completion };

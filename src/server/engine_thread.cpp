@@ -78,7 +78,8 @@ bool EngineThread::load_backend() {
                    backend->default_options(),
                    static_cast<long long>(std::time(nullptr)),
                    backend->has_draft_model(),
-                   backend->output_format()};
+                   backend->output_format(),
+                   backend->architecture()};
     std::lock_guard lock(mutex_);
     backend_ = std::move(backend);
     ready_backend_.store(backend_.get());

@@ -16,6 +16,7 @@ nlohmann::ordered_json model_entry(const EngineThread& engine, const ServerConfi
                                   {"owned_by", "mlx-cpp"}};
   if (!info) return entry;
   entry["context_length"] = info->context_size;
+  entry["architecture"] = info->architecture;
   // What a request's "speculative" field may name here, and what it gets
   // when it names nothing (clients such as the web page offer the choice).
   nlohmann::ordered_json sources = {draft_kind_name(DraftKind::prompt_lookup)};

@@ -181,6 +181,10 @@ def main():
         models = client.models.list()
         model = models.data[0].id
         checks.check("models: lists the served model", model == name, model)
+        architecture = models.data[0].model_extra.get("architecture")
+        checks.check("models: says which graph serves the model",
+                     architecture == {"model_type": "llama", "tier": "generic",
+                                      "mixture_of_experts": False}, architecture)
         check_chat(checks, client, model)
         check_completions(checks, client, model)
         check_stop_strings(checks, client, model)
