@@ -10,19 +10,8 @@ float inverse_sqrt(double value) {
   return static_cast<float>(std::pow(value, -0.5));
 }
 
-// The fields every llama-family config shares.
 TransformerSpec common_fields(const ConfigReader& config) {
-  TransformerSpec spec;
-  spec.hidden_size = config.required_int("hidden_size");
-  spec.num_layers = config.required_int("num_hidden_layers");
-  spec.intermediate_size = config.required_int("intermediate_size");
-  spec.num_heads = config.required_int("num_attention_heads");
-  spec.vocab_size = config.required_int("vocab_size");
-  spec.norm_eps = static_cast<float>(config.required_number("rms_norm_eps"));
-  spec.num_kv_heads = config.int_or("num_key_value_heads", spec.num_heads);
-  spec.max_position_embeddings = config.optional_int("max_position_embeddings");
-  spec.layer_is_sliding.assign(spec.num_layers, false);
-  return spec;
+  return fields_with_eps(config, "rms_norm_eps");
 }
 
 void finish_attention(TransformerSpec& spec) {
@@ -49,6 +38,14 @@ int count_or(const ConfigReader& config, const char* key, int fallback) {
   if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > (1 << 30))
     throw Error(std::string("config.json: '") + key + "' must be a count (0 or more)");
   return value.get<int>();
+}
+
+void sliding_layers_from_layer_types(const ConfigReader& config, TransformerSpec& spec) {
+  if (!config.has("layer_types")) return;
+  const auto& types = per_layer(config, "layer_types", spec.num_layers, "type");
+  for (int i = 0; i < spec.num_layers; ++i)
+    spec.layer_is_sliding[i] = types[i] == "sliding_attention";
+  spec.sliding_window = config.optional_int("sliding_window");
 }
 
 TiedHead tied_if(bool tied) {

@@ -29,6 +29,9 @@ void finish_attention(TransformerSpec& spec);
 // A config list with one entry per layer (`entry` names them in the error).
 const nlohmann::json& per_layer(const ConfigReader& config, const std::string& key, int layers,
                                 const std::string& entry);
+// Sliding-window layers where layer_types says "sliding_attention", with
+// sliding_window as their window.
+void sliding_layers_from_layer_types(const ConfigReader& config, TransformerSpec& spec);
 TiedHead tied_if(bool tied);
 // A count that may be 0 (first_k_dense_replace, n_shared_experts), or
 // `fallback` when absent.

@@ -18,12 +18,7 @@ TransformerSpec llama(const ConfigReader& config) {
                       config.object_or_null("rope_scaling")};
   spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", true));
   finish_attention(spec);
-  if (config.has("layer_types")) {
-    const auto& types = per_layer(config, "layer_types", spec.num_layers, "type");
-    for (int i = 0; i < spec.num_layers; ++i)
-      spec.layer_is_sliding[i] = types[i] == "sliding_attention";
-    spec.sliding_window = config.optional_int("sliding_window");
-  }
+  sliding_layers_from_layer_types(config, spec);
   return spec;
 }
 
@@ -441,12 +436,7 @@ TransformerSpec ministral3(const ConfigReader& config) {
                          int(parameters["original_max_position_embeddings"].get<double>())};
   spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", true));
   finish_attention(spec);
-  if (config.has("layer_types")) {
-    const auto& types = per_layer(config, "layer_types", spec.num_layers, "type");
-    for (int i = 0; i < spec.num_layers; ++i)
-      spec.layer_is_sliding[i] = types[i] == "sliding_attention";
-    spec.sliding_window = config.optional_int("sliding_window");
-  }
+  sliding_layers_from_layer_types(config, spec);
   return spec;
 }
 
