@@ -1,5 +1,6 @@
 #include "model/sparse_moe.h"
 
+#include <mlx/device.h>
 #include <mlx/ops.h>
 
 #include <limits>
@@ -23,6 +24,13 @@ SwitchLinear SwitchLinear::load(WeightStore& weights, const QuantizationConfig& 
         weights.take(path + ".biases", mx::Shape{experts, out_dims, groups}), *params};
   } else {
     layer.dense_ = weights.take(path + ".weight", mx::Shape{experts, out_dims, in_dims});
+    // Said at load rather than at the first forward, where MLX would stop
+    // with "[GatherMM::eval] Currently only supports float32".
+    if (layer.dense_->ndim() == 3 && layer.dense_->dtype() != mx::float32 &&
+        mx::default_device() == mx::Device::cpu)
+      weights.report(path + ".weight is " + dtype_name(layer.dense_->dtype()) +
+                     ": dense experts need float32 on the CPU (MLX's gather_mm multiplies "
+                     "float32 only); quantize the experts or store them as float32");
   }
   if (has_bias) layer.bias_ = weights.take(path + ".bias", mx::Shape{experts, out_dims});
   return layer;

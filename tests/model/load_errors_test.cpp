@@ -126,6 +126,29 @@ TEST(ModelInspection, MixtureOfExpertsTier) {
   EXPECT_FALSE(report.weight_problems);
 }
 
+// MLX's CPU gather_mm multiplies float32 only: bfloat16 dense experts are
+// refused at load, naming the tensor and the way out.
+TEST(MixtureOfExpertsLoad, DenseBfloat16ExpertsAreRefusedAtLoad) {
+  const auto source = testing::GoldenCase::load("mixtral_f32").model_directory;
+  const auto directory = fs::path(MLX_CPP_BINARY_DIR) / "load_errors" / "bf16_dense_experts";
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  for (const auto& entry : fs::directory_iterator(source))
+    fs::copy_file(entry.path(), directory / entry.path().filename());
+  auto weights = mx::load_safetensors((directory / "model.safetensors").string()).first;
+  for (auto& [name, tensor] : weights) tensor = mx::astype(tensor, mx::bfloat16);
+  mx::save_safetensors((directory / "model.safetensors").string(), weights, {{"format", "mlx"}});
+  try {
+    load_model(directory);
+    FAIL() << "bfloat16 dense experts loaded";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("switch_mlp.gate_proj.weight is bfloat16: dense experts need float32"),
+              std::string::npos)
+        << message;
+  }
+}
+
 TEST_F(LoadErrors, MissingWeightFiles) {
   fs::remove(directory_ / "model.safetensors");
   EXPECT_NE(load_error().find("no model*.safetensors"), std::string::npos);
@@ -289,19 +312,36 @@ TEST_F(LoadErrors, BadQuantizationBlocks) {
   EXPECT_NE(load_error().find("'quantization' must be an object"), std::string::npos);
 }
 
-TEST_F(LoadErrors, CommandLineReportsOneLineAndFails) {
-  edit_config([](auto& config) { config["model_type"] = "mamba"; });
-  auto command = std::string(MLX_CPP_BINARY_DIR) + "/mlx-cpp generate --model " +
-                 directory_.string() + " --prompt hi 2>&1";
+// Runs an mlx-cpp command line, stderr with stdout: {exit status, output}.
+std::pair<int, std::string> run_cli(const std::string& arguments) {
+  auto command = std::string(MLX_CPP_BINARY_DIR) + "/mlx-cpp " + arguments + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
+  if (!pipe) return {-1, "popen failed"};
   std::string output;
   char buffer[256];
   while (fgets(buffer, sizeof buffer, pipe)) output += buffer;
   const int status = pclose(pipe);
-  EXPECT_EQ(WEXITSTATUS(status), 1) << output;
+  return {WEXITSTATUS(status), output};
+}
+
+TEST_F(LoadErrors, CommandLineReportsOneLineAndFails) {
+  edit_config([](auto& config) { config["model_type"] = "mamba"; });
+  auto [status, output] = run_cli("generate --model " + directory_.string() + " --prompt hi");
+  EXPECT_EQ(status, 1) << output;
   EXPECT_EQ(output.rfind("error: unsupported model_type 'mamba'", 0), 0u) << output;
   EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+}
+
+TEST_F(LoadErrors, InspectCommandSaysSupportedOrWhyNot) {
+  auto [status, output] = run_cli("inspect " + directory_.string());
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("supported    yes, by the generic dense graph"), std::string::npos)
+      << output;
+  edit_config([](auto& config) { config["model_type"] = "mamba"; });
+  std::tie(status, output) = run_cli("inspect " + directory_.string());
+  EXPECT_EQ(status, 1) << output;
+  EXPECT_NE(output.find("supported    no: unsupported model_type 'mamba'"), std::string::npos)
+      << output;
 }
 
 }  // namespace
