@@ -1,8 +1,6 @@
 #include "model/architectures.h"
 
 #include <algorithm>
-#include <cmath>
-#include <functional>
 #include <map>
 
 #include "io/error.h"

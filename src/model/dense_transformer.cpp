@@ -31,16 +31,17 @@ Attention::Heads Attention::project_heads(const mx::array& x) const {
     return mx::transpose(shaped, {0, 2, 1, 3});  // [B, H, L, D]
   };
   auto qkv = Linear::apply_all(x, {&q_proj, &k_proj, &v_proj});
-  if (qk_norm_after_rope)
-    return {split_heads(qkv[0], num_heads, std::nullopt),
-            split_heads(qkv[1], num_kv_heads, std::nullopt),
-            split_heads(qkv[2], num_kv_heads, std::nullopt)};
-  if (qk_norm_full_width)
-    return {split_heads((*q_norm)(qkv[0]), num_heads, std::nullopt),
-            split_heads((*k_norm)(qkv[1]), num_kv_heads, std::nullopt),
-            split_heads(qkv[2], num_kv_heads, std::nullopt)};
-  return {split_heads(qkv[0], num_heads, q_norm), split_heads(qkv[1], num_kv_heads, k_norm),
-          split_heads(qkv[2], num_kv_heads, std::nullopt)};
+  if (qk_norm_full_width) {
+    qkv[0] = (*q_norm)(qkv[0]);
+    qkv[1] = (*k_norm)(qkv[1]);
+  }
+  // Per-head norms act here, on [B, L, H, D], unless they follow rope
+  // (attend() applies them then).
+  const bool per_head = !qk_norm_full_width && !qk_norm_after_rope;
+  const std::optional<Norm> none;
+  return {split_heads(qkv[0], num_heads, per_head ? q_norm : none),
+          split_heads(qkv[1], num_kv_heads, per_head ? k_norm : none),
+          split_heads(qkv[2], num_kv_heads, none)};
 }
 
 namespace {
@@ -385,7 +386,16 @@ size_t Attention::bytes() const {
 }
 
 size_t TransformerBlock::bytes() const {
-  size_t total = attention.bytes() + (moe ? moe->bytes() : mlp.bytes());
+  return bytes_besides_feed_forward() + (moe ? moe->bytes() : mlp.bytes());
+}
+
+size_t TransformerBlock::bytes_per_token() const {
+  // A mixture of experts reads the chosen experts' weights only.
+  return bytes_besides_feed_forward() + (moe ? moe->bytes_per_token() : mlp.bytes());
+}
+
+size_t TransformerBlock::bytes_besides_feed_forward() const {
+  size_t total = attention.bytes();
   for (const auto* norm :
        {&input_norm, &post_attention_norm, &pre_feedforward_norm, &post_feedforward_norm})
     total += *norm ? (*norm)->bytes() : 0;
@@ -405,10 +415,7 @@ size_t DenseTransformer::weight_bytes() const {
 
 size_t DenseTransformer::weight_bytes_per_token() const {
   size_t total = lm_head_ ? lm_head_->bytes() : embed_tokens_.bytes();
-  // A mixture of experts reads the chosen experts' weights only.
-  for (const auto& block : layers_)
-    total += block.moe ? block.bytes() - block.moe->bytes() + block.moe->bytes_per_token()
-                       : block.bytes();
+  for (const auto& block : layers_) total += block.bytes_per_token();
   return total + (final_norm_ ? final_norm_->bytes() : 0);
 }
 

@@ -81,6 +81,8 @@ struct TransformerBlock {
                               KvCache& cache) const;
   mlx::core::array operator()(const mlx::core::array& x, const LayerRows& rows) const;
   size_t bytes() const;
+  // What one token's pass reads (of a mixture of experts, k experts).
+  size_t bytes_per_token() const;
   // The MLP, or the mixture of experts in its place.
   mlx::core::array feed_forward(const mlx::core::array& x) const;
 
@@ -89,6 +91,7 @@ struct TransformerBlock {
   // the attention of the normed input.
   template <class Attend>
   mlx::core::array apply(const mlx::core::array& x, Attend&& attend) const;
+  size_t bytes_besides_feed_forward() const;
 };
 
 class DenseTransformer : public LanguageModel {

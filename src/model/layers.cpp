@@ -14,18 +14,26 @@ namespace mx = mlx::core;
 
 std::optional<QuantizedTensor> load_quantized(WeightStore& weights,
                                               const QuantizationConfig& quantization,
-                                              const std::string& path, int in_dims, int out_dims) {
+                                              const std::string& path, int in_dims, int out_dims,
+                                              const mx::Shape& leading) {
   auto params = quantization.for_module(path, in_dims, weights);
   if (!params) return std::nullopt;
+  auto shape = [&](int columns) {
+    auto full = leading;
+    full.push_back(out_dims);
+    full.push_back(columns);
+    return full;
+  };
   const int packed_columns = in_dims * params->bits / 32;
   const int groups = in_dims / params->group_size;
   QuantizedTensor tensor{
-      weights.take(path + ".weight", mx::Shape{out_dims, packed_columns}, DtypeRule::packed_uint32),
-      weights.take(path + ".scales", mx::Shape{out_dims, groups}),
-      weights.take(path + ".biases", mx::Shape{out_dims, groups}), *params};
+      weights.take(path + ".weight", shape(packed_columns), DtypeRule::packed_uint32),
+      weights.take(path + ".scales", shape(groups)), weights.take(path + ".biases", shape(groups)),
+      *params};
   // The kernels read both factors as one type; a mismatch would only fail
   // at the first generation.
-  if (tensor.scales.ndim() == 2 && tensor.biases.ndim() == 2 &&
+  const size_t rank = leading.size() + 2;
+  if (tensor.scales.ndim() == rank && tensor.biases.ndim() == rank &&
       tensor.scales.dtype() != tensor.biases.dtype())
     weights.report(path + ".scales has dtype " + dtype_name(tensor.scales.dtype()) + " but " +
                    path + ".biases has " + dtype_name(tensor.biases.dtype()) + "; they must match");
@@ -33,10 +41,6 @@ std::optional<QuantizedTensor> load_quantized(WeightStore& weights,
 }
 
 namespace {
-size_t quantized_bytes(const QuantizedTensor& q) {
-  return q.packed.nbytes() + q.scales.nbytes() + q.biases.nbytes();
-}
-
 // The width the own kernels read a narrower width in, 0 where none: the
 // codes are repacked at load (the same integers, so the same weights), 20%
 // more bytes at 5 bits than a 5-bit kernel would read, and the int16
@@ -141,8 +145,7 @@ bool Linear::runs_fast_kernel() const {
 }
 
 size_t Linear::bytes() const {
-  return (quantized_ ? quantized_bytes(*quantized_) : dense_->nbytes()) +
-         (bias_ ? bias_->nbytes() : 0);
+  return (quantized_ ? quantized_->bytes() : dense_->nbytes()) + (bias_ ? bias_->nbytes() : 0);
 }
 
 std::vector<mx::array> Linear::apply_all(const mx::array& x,
@@ -187,7 +190,7 @@ mx::array Embedding::lookup(const mx::array& ids) const {
 }
 
 size_t Embedding::bytes() const {
-  return quantized_ ? quantized_bytes(*quantized_) : dense_->nbytes();
+  return quantized_ ? quantized_->bytes() : dense_->nbytes();
 }
 
 mx::array Embedding::as_linear(const mx::array& x) const {

@@ -43,6 +43,7 @@ struct QuantizedTensor {
   kernels::WeightLayout layout = kernels::WeightLayout::mlx;
 
   kernels::QuantizedWeights kernel_weights() const { return {packed, scales, biases, layout}; }
+  size_t bytes() const { return packed.nbytes() + scales.nbytes() + biases.nbytes(); }
   // Whether one quantized_matmuls_fast call can take both (same width,
   // group size and layout).
   bool shares_kernel_call(const QuantizedTensor& other) const {
@@ -142,9 +143,12 @@ class Norm {
   KernelMode kernels_ = KernelMode::stock;
 };
 
-// Loads quantized tensors of a module when the quantization rules say so.
+// Loads quantized tensors of a module when the quantization rules say so:
+// [leading..., out_dims, packed columns] (`leading` holds the experts of a
+// stacked projection).
 std::optional<QuantizedTensor> load_quantized(WeightStore& weights,
                                               const QuantizationConfig& quantization,
-                                              const std::string& path, int in_dims, int out_dims);
+                                              const std::string& path, int in_dims, int out_dims,
+                                              const mlx::core::Shape& leading = {});
 
 }  // namespace mlx_cpp

@@ -15,14 +15,8 @@ SwitchLinear SwitchLinear::load(WeightStore& weights, const QuantizationConfig& 
                                 const std::string& path, int experts, int in_dims, int out_dims,
                                 bool has_bias) {
   SwitchLinear layer;
-  if (auto params = quantization.for_module(path, in_dims, weights)) {
-    const int packed = in_dims * params->bits / 32, groups = in_dims / params->group_size;
-    layer.quantized_ = QuantizedTensor{
-        weights.take(path + ".weight", mx::Shape{experts, out_dims, packed},
-                     DtypeRule::packed_uint32),
-        weights.take(path + ".scales", mx::Shape{experts, out_dims, groups}),
-        weights.take(path + ".biases", mx::Shape{experts, out_dims, groups}), *params};
-  } else {
+  layer.quantized_ = load_quantized(weights, quantization, path, in_dims, out_dims, {experts});
+  if (!layer.quantized_) {
     layer.dense_ = weights.take(path + ".weight", mx::Shape{experts, out_dims, in_dims});
     // Said at load rather than at the first forward, where MLX would stop
     // with "[GatherMM::eval] Currently only supports float32".
@@ -50,11 +44,7 @@ mx::array SwitchLinear::operator()(const mx::array& x, const mx::array& indices,
 }
 
 size_t SwitchLinear::bytes() const {
-  size_t total = bias_ ? bias_->nbytes() : 0;
-  if (quantized_)
-    return total + quantized_->packed.nbytes() + quantized_->scales.nbytes() +
-           quantized_->biases.nbytes();
-  return total + dense_->nbytes();
+  return (quantized_ ? quantized_->bytes() : dense_->nbytes()) + (bias_ ? bias_->nbytes() : 0);
 }
 
 SparseMoe SparseMoe::load(WeightStore& weights, const QuantizationConfig& quantization,
