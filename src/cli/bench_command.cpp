@@ -37,6 +37,7 @@ struct BenchArguments {
   bool unfused = false;
   bool json = false;
   int batch = 1;
+  KvCacheArguments kv_cache;
 };
 
 // The CPU and, per weight width, the quantized matmul kernels the run takes
@@ -93,9 +94,11 @@ Summary summarize(std::vector<double> values) {
 }
 
 GenerationStats run_once(const LoadedModel& loaded, KernelMode kernels,
-                         const std::vector<int>& prompt, int tokens, CacheList& caches) {
+                         const KvCacheScheme& kv_cache, const std::vector<int>& prompt, int tokens,
+                         CacheList& caches) {
   caches = loaded.model->make_caches();
   GenerationOptions options;
+  options.kv_cache = kv_cache;
   options.max_tokens = tokens;
   options.prefill_step_size = default_prefill_step(kernels);
   options.kernels = kernels;
@@ -108,13 +111,14 @@ using Clock = std::chrono::steady_clock;
 // One run of `prompts` together: the aggregate tokens/s while every row
 // decodes (from the last row's first token to the first row's last).
 double batched_decode_rate(Scheduler& scheduler, const std::vector<std::vector<int>>& prompts,
-                           int tokens) {
+                           int tokens, const KvCacheScheme& kv_cache) {
   std::vector<std::vector<Clock::time_point>> times(prompts.size());
   int finished = 0;
   for (std::size_t b = 0; b < prompts.size(); ++b) {
     TextRequest request;
     request.prompt_ids = prompts[b];
     request.options.max_tokens = tokens;
+    request.options.kv_cache = kv_cache;
     SequenceSink sink;
     sink.on_chunk = [&times, b](const TextChunk&) {
       times[b].push_back(Clock::now());
@@ -150,10 +154,11 @@ void run_batch_bench(const BenchArguments& args, LoadedModel loaded, KernelMode 
   std::vector<std::vector<int>> prompts(args.batch, std::vector<int>(args.prompt_tokens));
   for (auto& prompt : prompts)
     for (auto& id : prompt) id = token(random);
-  batched_decode_rate(scheduler, prompts, args.generate_tokens_count);  // warm-up
+  const auto kv_cache = args.kv_cache.to_scheme();
+  batched_decode_rate(scheduler, prompts, args.generate_tokens_count, kv_cache);  // warm-up
   std::vector<double> rates;
   for (int run = 0; run < args.runs; ++run)
-    rates.push_back(batched_decode_rate(scheduler, prompts, args.generate_tokens_count));
+    rates.push_back(batched_decode_rate(scheduler, prompts, args.generate_tokens_count, kv_cache));
   auto rate = summarize(rates);
   std::printf("model %s, kernels %s, threads %d, batch %d, prompt %d, generate %d, runs %d\n",
               args.model.c_str(), args.kernels.c_str(), kernels::kernel_threads(), args.batch,
@@ -181,10 +186,11 @@ void run_bench(const BenchArguments& args) {
   for (auto& id : prompt) id = token(random);
 
   CacheList caches;
-  run_once(loaded, kernels, prompt, args.generate_tokens_count, caches);  // warm-up
+  const auto kv_cache = args.kv_cache.to_scheme();
+  run_once(loaded, kernels, kv_cache, prompt, args.generate_tokens_count, caches);  // warm-up
   std::vector<double> prefill, decode, first_token, memory;
   for (int run = 0; run < args.runs; ++run) {
-    auto stats = run_once(loaded, kernels, prompt, args.generate_tokens_count, caches);
+    auto stats = run_once(loaded, kernels, kv_cache, prompt, args.generate_tokens_count, caches);
     prefill.push_back(stats.prompt_tokens_per_second());
     decode.push_back(stats.generation_tokens_per_second());
     first_token.push_back(stats.prompt_seconds * 1000);
@@ -257,6 +263,7 @@ void register_bench_command(CLI::App& app) {
   command->add_option("-t,--threads", args->threads, "Kernel threads (0 = all cores)")
       ->capture_default_str();
   add_kernels_option(command, args->kernels);
+  add_kv_cache_options(command, args->kv_cache);
   command->add_flag("--unfused", args->unfused,
                     "Decode every block as its op graph, not as one fused node (to measure the "
                     "fused step against)");

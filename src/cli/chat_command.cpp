@@ -45,6 +45,7 @@ struct ChatArguments {
   int context_size = 0;
   std::string kernels = "fast";
   SpeculativeArguments speculative;
+  KvCacheArguments kv_cache;
   std::string chat_template_file;
   int reasoning_budget = -1;
 };
@@ -127,6 +128,7 @@ class Chat {
     request.options.max_tokens = args_.max_tokens;
     request.options.sampler = args_.sampling.to_options();
     request.options.speculative = args_.speculative.to_options();
+    request.options.kv_cache = args_.kv_cache.to_scheme();
     auto result = session_->generate(request, [&](const TextChunk& chunk) {
       show(parser.feed(chunk.text));
       return !interrupted.load();
@@ -171,6 +173,7 @@ void register_chat_command(CLI::App& app) {
   command->add_option("--ctx-size", args->context_size, "Context size in tokens");
   add_kernels_option(command, args->kernels);
   add_speculative_options(command, args->speculative);
+  add_kv_cache_options(command, args->kv_cache);
   command
       ->add_option("--chat-template-file", args->chat_template_file,
                    "A Jinja chat template to use instead of the model's")

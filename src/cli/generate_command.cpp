@@ -24,6 +24,7 @@ struct GenerateArguments {
   std::vector<std::string> stop;
   std::string kernels = "fast";
   SpeculativeArguments speculative;
+  KvCacheArguments kv_cache;
 };
 
 void print_stats(const TextResult& result) {
@@ -67,6 +68,7 @@ void run_generate(const GenerateArguments& args) {
   options.penalties.repetition_penalty = args.repetition_penalty;
   options.penalties.repetition_context_size = args.repetition_context_size;
   options.speculative = speculative;
+  options.kv_cache = args.kv_cache.to_scheme();
   auto result = session->generate(request, [](const TextChunk& chunk) {
     std::cout << chunk.text << std::flush;
     return true;
@@ -103,6 +105,7 @@ void register_generate_command(CLI::App& app) {
                       "Context size in tokens (default: the model's maximum)");
   add_kernels_option(command, args->kernels);
   add_speculative_options(command, args->speculative);
+  add_kv_cache_options(command, args->kv_cache);
   command->callback([args] { run_generate(*args); });
 }
 

@@ -78,6 +78,37 @@ std::optional<std::filesystem::path> SpeculativeArguments::draft_directory() con
   return resolve_model_argument(draft_model);
 }
 
+void add_kv_cache_options(CLI::App* command, KvCacheArguments& kv_cache) {
+  command
+      ->add_option("--kv-bits", kv_cache.bits,
+                   "Quantize the KV cache to this many bits: 4 or 8 (also 2, 3, 5, 6); 0 keeps "
+                   "it in the model's float type")
+      ->capture_default_str();
+  command
+      ->add_option("--kv-group-size", kv_cache.group_size,
+                   "KV quantization group along the head dimension: 32, 64 or 128")
+      ->capture_default_str();
+  command
+      ->add_option("--quantized-kv-start", kv_cache.quantized_start,
+                   "Quantize a layer's cache once it holds this many tokens (as mlx-lm)")
+      ->capture_default_str();
+  command->add_option("--kv-float-layers", kv_cache.float_layers,
+                      "Layers whose cache stays in float under --kv-bits, e.g. 0,-1 (the first "
+                      "and the last)");
+}
+
+KvCacheScheme KvCacheArguments::to_scheme() const {
+  KvCacheScheme scheme;
+  if (bits < 0) throw Error("--kv-bits must be >= 0");
+  if (bits > 0) scheme.quantization = KvQuantization{bits, group_size};
+  scheme.quantized_start = quantized_start;
+  if (!float_layers.empty()) {
+    if (!scheme.quantization) throw Error("--kv-float-layers needs --kv-bits");
+    scheme.float_layers = parse_layer_list(float_layers);
+  }
+  return scheme;
+}
+
 KernelMode parse_kernel_mode(const std::string& name) {
   if (name == "fast") return KernelMode::fast;
   if (name == "stock") return KernelMode::stock;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/kv_cache_scheme.h"
 #include "engine/speculative/speculative_options.h"
 #include "model/sampler.h"
 #include "model/transformer_spec.h"
@@ -49,10 +50,23 @@ struct SpeculativeArguments {
   std::optional<std::filesystem::path> draft_directory() const;
   // The draft model's directory if the options draft with it (a command
   // that serves one request configuration loads no unused draft).
-  std::optional<std::filesystem::path> draft_directory_for(const SpeculativeOptions& options) const {
+  std::optional<std::filesystem::path> draft_directory_for(
+      const SpeculativeOptions& options) const {
     return options.kind == DraftKind::draft_model ? draft_directory() : std::nullopt;
   }
 };
 void add_speculative_options(CLI::App* command, SpeculativeArguments& speculative);
+
+// KV cache flags (generate, chat, serve, bench, perplexity): --kv-bits,
+// --kv-group-size, --quantized-kv-start (mlx-lm's names and defaults) and
+// --kv-float-layers.
+struct KvCacheArguments {
+  int bits = 0;  // 0: float caches
+  int group_size = KvQuantization{}.group_size;
+  int quantized_start = kDefaultQuantizedKvStart;
+  std::string float_layers;  // e.g. "0,-1"
+  KvCacheScheme to_scheme() const;
+};
+void add_kv_cache_options(CLI::App* command, KvCacheArguments& kv_cache);
 
 }  // namespace mlx_cpp::cli

@@ -17,6 +17,7 @@ struct PerplexityArguments {
   std::string file;
   int context = 512;
   std::string kernels = "fast";
+  KvCacheArguments kv_cache;
 };
 
 void run_perplexity(const PerplexityArguments& args) {
@@ -28,7 +29,7 @@ void run_perplexity(const PerplexityArguments& args) {
       Session::open(resolve_model_argument(args.model), {0, parse_kernel_mode(args.kernels)});
   auto tokens = session->encode(text.str(), false);
   auto result = compute_perplexity(session->model(), tokens, args.context,
-                                   session->tokenizer().bos_token_id());
+                                   session->tokenizer().bos_token_id(), args.kv_cache.to_scheme());
   std::printf("perplexity %.4f over %d scored tokens (%d windows of %d, %zu tokens in the file)\n",
               result.perplexity, result.scored_tokens, result.chunks, args.context, tokens.size());
   std::printf("RESULT perplexity=%.6f nll=%.6f scored_tokens=%d\n", result.perplexity,
@@ -46,6 +47,7 @@ void register_perplexity_command(CLI::App& app) {
   command->add_option("-c,--ctx", args->context, "Window size in tokens (second half scored)")
       ->capture_default_str();
   add_kernels_option(command, args->kernels);
+  add_kv_cache_options(command, args->kv_cache);
   command->callback([args] { run_perplexity(*args); });
 }
 

@@ -38,6 +38,7 @@ struct ServeArguments {
   std::string prompt_cache_bytes = "auto";
   std::string memory_budget = "auto";
   SpeculativeArguments speculative;
+  KvCacheArguments kv_cache;
   std::string tool_call_format = "auto";
   std::string reasoning_format = "auto";
   std::string chat_template_file;
@@ -137,14 +138,15 @@ void run_serve(const ServeArguments& args) {
   scheduling.memory_budget =
       parse_bytes("--memory-budget", args.memory_budget, automatic_memory_budget());
   scheduling.keep_draft_calibration = true;
-  const auto speculative = args.speculative.to_options();
+  const server::SchedulerBackend::RequestDefaults defaults{args.speculative.to_options(),
+                                                           args.kv_cache.to_scheme()};
   const auto draft_directory = args.speculative.draft_directory();
   server::EngineThread engine(
-      [directory, options, scheduling, speculative, draft_directory] {
+      [directory, options, scheduling, defaults, draft_directory] {
         auto runtime = ModelRuntime::open(directory, options);
         auto draft = draft_directory ? ModelRuntime::open(*draft_directory, options) : nullptr;
         return std::make_unique<server::SchedulerBackend>(std::move(runtime), scheduling,
-                                                          std::move(draft), speculative);
+                                                          std::move(draft), defaults);
       },
       model_id, args.config.max_queue);
   auto milliseconds = [](double seconds) {
@@ -225,6 +227,8 @@ void register_serve_command(CLI::App& app) {
   add_kernels_option(command, args->kernels);
   // The server-wide default; requests choose with "speculative".
   add_speculative_options(command, args->speculative);
+  // The server-wide default; requests choose with "kv_bits" and the rest.
+  add_kv_cache_options(command, args->kv_cache);
   command
       ->add_option("--max-batch", args->scheduling.max_batch,
                    "Sequences generating at once (1: one request after another)")

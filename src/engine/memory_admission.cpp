@@ -3,6 +3,8 @@
 #include <mlx/ops.h>
 #include <mlx/transforms.h>
 
+#include <algorithm>
+
 #include "io/error.h"
 
 namespace mlx_cpp {
@@ -30,26 +32,50 @@ MemoryAdmission::MemoryAdmission(const LanguageModel& model, std::size_t budget,
                                " (raise the budget or lower the context size)");
 }
 
-std::size_t MemoryAdmission::sequence_bytes(int tokens) const {
+const CacheList& MemoryAdmission::quantized_probe(const KvQuantization& quantization) const {
+  auto& probe = quantized_probes_[{quantization.bits, quantization.group_size}];
+  if (probe.empty())
+    for (const auto& cache : probe_) probe.push_back(cache->quantized(quantization));
+  return probe;
+}
+
+std::size_t MemoryAdmission::sequence_bytes(int tokens, const KvCacheScheme& scheme) const {
+  const int layers = static_cast<int>(probe_.size());
+  const CacheList* quantized =
+      scheme.quantized() ? &quantized_probe(*scheme.quantization) : nullptr;
   std::size_t bytes = 0;
-  for (const auto& cache : probe_) bytes += cache->bytes_for_tokens(tokens, prefill_chunk_);
+  for (int layer = 0; layer < layers; ++layer) {
+    const auto& cache = probe_[layer];
+    const auto* packed = quantized ? (*quantized)[layer].get() : nullptr;
+    if (!packed || !scheme.quantizes_layer(layer, layers) || tokens < scheme.quantized_start) {
+      bytes += cache->bytes_for_tokens(tokens, prefill_chunk_);
+      continue;
+    }
+    // The switch comes after the forward that reaches the start: at most a
+    // prompt chunk past it, when both forms are held.
+    const int switched = std::min(tokens, scheme.quantized_start + std::max(prefill_chunk_, 1));
+    const std::size_t switching = cache->bytes_for_tokens(switched, prefill_chunk_) +
+                                  packed->bytes_for_tokens(switched, prefill_chunk_);
+    bytes += std::max(switching, packed->bytes_for_tokens(tokens, prefill_chunk_));
+  }
   return bytes;
 }
 
-int MemoryAdmission::fit_max_tokens(int prompt_tokens, int wanted) const {
+int MemoryAdmission::fit_max_tokens(int prompt_tokens, int wanted,
+                                    const KvCacheScheme& scheme) const {
   if (!limited()) return wanted;
   const std::size_t room = cache_room();
-  if (sequence_bytes(prompt_tokens + 1) > room)
+  if (sequence_bytes(prompt_tokens + 1, scheme) > room)
     throw MemoryAdmissionError(
         "the prompt's " + std::to_string(prompt_tokens) + " tokens and one generated token need " +
-        std::to_string(sequence_bytes(prompt_tokens + 1)) +
+        std::to_string(sequence_bytes(prompt_tokens + 1, scheme)) +
         " bytes of cache; the memory budget of " + std::to_string(budget_) + " bytes leaves " +
         std::to_string(room) + " after " + std::to_string(weights_) + " bytes of weights");
   // The largest n <= wanted with the sequence's caches within the room.
   int low = 1, high = wanted;
   while (low < high) {
     const int middle = low + (high - low + 1) / 2;
-    if (sequence_bytes(prompt_tokens + middle) <= room)
+    if (sequence_bytes(prompt_tokens + middle, scheme) <= room)
       low = middle;
     else
       high = middle - 1;

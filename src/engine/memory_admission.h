@@ -8,7 +8,10 @@
 // (KvCache::bytes_for_tokens), so a sliding window, a quantized or a
 // float16 cache is counted as it is stored.
 #include <cstddef>
+#include <map>
+#include <utility>
 
+#include "engine/kv_cache_scheme.h"
 #include "model/language_model.h"
 
 namespace mlx_cpp {
@@ -25,20 +28,27 @@ class MemoryAdmission {
   bool limited() const { return budget_ > 0; }
   std::size_t budget() const { return budget_; }
   std::size_t weight_bytes() const { return weights_; }
-  // What the caches of one sequence hold at `tokens` tokens.
-  std::size_t sequence_bytes(int tokens) const;
+  // The most the caches of one sequence hold while it grows to `tokens`
+  // tokens under `scheme`. A layer quantized past the scheme's start holds
+  // its float storage and the quantized copy at once while it switches.
+  std::size_t sequence_bytes(int tokens, const KvCacheScheme& scheme = {}) const;
   // The bytes caches may use: the budget less the weights.
   std::size_t cache_room() const { return budget_ > weights_ ? budget_ - weights_ : 0; }
   // The most new tokens a prompt of `prompt_tokens` may generate under the
   // budget (at most `wanted`); throws MemoryAdmissionError when not even
   // one fits.
-  int fit_max_tokens(int prompt_tokens, int wanted) const;
+  int fit_max_tokens(int prompt_tokens, int wanted, const KvCacheScheme& scheme = {}) const;
 
  private:
   std::size_t budget_;
   std::size_t weights_;
   int prefill_chunk_;
+  // The probe's caches quantized this way (nullptr: the kind has no
+  // quantized form), made on first use.
+  const CacheList& quantized_probe(const KvQuantization& quantization) const;
+
   CacheList probe_;  // fresh caches after one token
+  mutable std::map<std::pair<int, int>, CacheList> quantized_probes_;  // by (bits, group)
 };
 
 }  // namespace mlx_cpp

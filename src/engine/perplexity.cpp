@@ -10,8 +10,10 @@ namespace mlx_cpp {
 namespace mx = mlx::core;
 
 PerplexityResult compute_perplexity(const LanguageModel& model, const std::vector<int>& tokens,
-                                    int context, std::optional<int> bos_token_id) {
+                                    int context, std::optional<int> bos_token_id,
+                                    const KvCacheScheme& kv_cache) {
   if (context < 16) throw Error("perplexity: --ctx must be at least 16");
+  validate_kv_cache_scheme(kv_cache, model);
   const int chunks = static_cast<int>(tokens.size()) / context;
   if (chunks < 1)
     throw Error("perplexity: the text has " + std::to_string(tokens.size()) +
@@ -24,11 +26,20 @@ PerplexityResult compute_perplexity(const LanguageModel& model, const std::vecto
                             tokens.begin() + (chunk + 1) * context);
     if (bos_token_id) window[0] = *bos_token_id;
     auto caches = model.make_caches();
-    auto input = mx::array(window.data(), {1, context}, mx::int32);
-    auto logits = mx::astype(model.forward(input, caches), mx::float32);  // [1, ctx, vocab]
-    const int vocab = logits.shape(2);
     // Position i predicts token i + 1; score predictions of the second half.
-    auto predicting = mx::slice(logits, {0, first_scored - 1, 0}, {1, context - 1, vocab});
+    mx::array predicting = mx::array(0.0f);
+    if (kv_cache.quantized()) {
+      const int fed = first_scored - 1;
+      model.forward(mx::array(window.data(), {1, fed}, mx::int32), caches);
+      apply_kv_cache_scheme(caches, kv_cache);
+      auto input = mx::array(window.data() + fed, {1, context - fed}, mx::int32);
+      auto logits = mx::astype(model.forward(input, caches), mx::float32);
+      predicting = mx::slice(logits, {0, 0, 0}, {1, context - 1 - fed, logits.shape(2)});
+    } else {
+      auto input = mx::array(window.data(), {1, context}, mx::int32);
+      auto logits = mx::astype(model.forward(input, caches), mx::float32);  // [1, ctx, vocab]
+      predicting = mx::slice(logits, {0, first_scored - 1, 0}, {1, context - 1, logits.shape(2)});
+    }
     auto log_probs = mx::subtract(predicting, mx::logsumexp(predicting, -1, true));
     std::vector<int> targets(window.begin() + first_scored, window.end());
     auto target_ids =

@@ -47,10 +47,10 @@ std::optional<PrefixCache::Hit> PrefixCache::lookup(const std::vector<int>& prom
   return hit;
 }
 
-void PrefixCache::insert(std::vector<int> tokens, CacheList caches) {
+void PrefixCache::insert(std::vector<int> tokens, CacheList caches, const std::string& signature) {
   if (tokens.empty() || caches.empty() || byte_cap_ == 0) return;
   Entry entry;
-  entry.signature = cache_list_signature(caches);
+  entry.signature = signature;
   auto& trie = tries_[entry.signature];
   if (const auto* same = trie.exact(tokens); same && !same->empty())
     erase(by_id_.at(same->front()));

@@ -36,9 +36,10 @@ class PrefixCache {
   // Trimmable caches serve any common prefix; others (a sliding window
   // past its size) only a prefix that is a whole entry.
   std::optional<Hit> lookup(const std::vector<int>& prompt, const std::string& signature);
-  // Stores `caches` (taken) as holding `tokens`; replaces an entry with the
-  // same tokens, then evicts down to the cap.
-  void insert(std::vector<int> tokens, CacheList caches);
+  // Stores `caches` (taken) as holding `tokens` under `signature` (what a
+  // lookup must name to find them); replaces an entry with the same tokens
+  // and signature, then evicts down to the cap.
+  void insert(std::vector<int> tokens, CacheList caches, const std::string& signature);
   void clear();
   // Evicts least recently used entries until at most `bytes` are held.
   void shrink_to(std::size_t bytes) { evict_to(bytes); }

@@ -66,6 +66,7 @@ void Scheduler::validate(TextRequest& request) const {
   if (options.max_tokens < 0) throw Error("max_tokens must be >= 0");
   validate_sampler_options(options.sampler, vocab);
   validate_penalty_options(options.penalties, vocab);
+  validate_kv_cache_scheme(options.kv_cache, runtime_.model());
   if (options.speculative.enabled()) {
     validate_speculative_options(options.speculative);
     if (options.speculative.kind == DraftKind::draft_model && !draft_)
@@ -76,8 +77,8 @@ void Scheduler::validate(TextRequest& request) const {
           "--max-batch 1 (its batched windows follow mlx-lm's shared ring)");
   }
   options.max_tokens = std::min(options.max_tokens, context - static_cast<int>(prompt.size()));
-  options.max_tokens =
-      admission_.fit_max_tokens(static_cast<int>(prompt.size()), options.max_tokens);
+  options.max_tokens = admission_.fit_max_tokens(static_cast<int>(prompt.size()),
+                                                 options.max_tokens, options.kv_cache);
   options.kernels = runtime_.kernels();
   options.prefill_step_size = prefill_chunk_;
 }
@@ -203,7 +204,7 @@ void Scheduler::admit() {
     if (!reserved) break;  // waits for running sequences to finish
     auto sequence = std::move(waiting_.front());
     waiting_.pop_front();
-    auto hit = prefix_cache_.lookup(sequence->prompt(), signature_);
+    auto hit = prefix_cache_.lookup(sequence->prompt(), cache_key(*sequence));
     if (hit)
       sequence->start(std::move(hit->caches), hit->tokens);
     else
@@ -217,14 +218,19 @@ void Scheduler::admit() {
   }
 }
 
+std::string Scheduler::cache_key(const Sequence& sequence) const {
+  return signature_ + "|" + sequence.request().options.kv_cache.signature();
+}
+
 std::optional<std::size_t> Scheduler::reservation(const Sequence& sequence) {
   if (!admission_.limited()) return 0;
   const auto& request = sequence.request();
   // A verify holds its rejected drafts until they are trimmed.
   const auto& speculative = request.options.speculative;
   const int drafts = speculative.enabled() ? speculative.draft_tokens : 0;
-  const std::size_t need = admission_.sequence_bytes(static_cast<int>(request.prompt_ids.size()) +
-                                                     request.options.max_tokens + drafts);
+  const std::size_t need = admission_.sequence_bytes(
+      static_cast<int>(request.prompt_ids.size()) + request.options.max_tokens + drafts,
+      request.options.kv_cache);
   const std::size_t room = admission_.cache_room();
   if (reserved_bytes_ + need > room) return std::nullopt;
   prefix_cache_.shrink_to(room - reserved_bytes_ - need);
@@ -253,7 +259,7 @@ std::vector<int> Scheduler::decode(std::vector<std::unique_ptr<Sequence>>& rows,
       // turns of the conversation start from it.
       if (!all_trimmable(row->caches()))
         prefix_cache_.insert(std::vector<int>(row->prompt().begin(), row->prompt().end() - 1),
-                             clone_cache_list(row->caches()));
+                             clone_cache_list(row->caches()), cache_key(*row));
       row->begin_decoding();
       inputs.push_back(mx::array({row->prompt().back()}, mx::int32));
     } else {
@@ -262,6 +268,7 @@ std::vector<int> Scheduler::decode(std::vector<std::unique_ptr<Sequence>>& rows,
   }
   auto tokens = mx::reshape(batch == 1 ? inputs.front() : mx::concatenate(inputs), {batch, 1});
   auto logits = forward(mx::astype(tokens, mx::int32), rows, phases);
+  for (auto& row : rows) apply_kv_cache_scheme(row->caches(), row->request().options.kv_cache);
   const int vocab = logits.shape(2);
   std::vector<std::pair<mx::array, mx::array>> sampled;
   std::vector<mx::array> outputs;
@@ -303,6 +310,7 @@ void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
     if (chunks[b].empty()) continue;
     auto tokens = mx::array(chunks[b].data(), {1, lengths[b]}, mx::int32);
     runtime_.model().forward(tokens, rows[b]->caches());
+    apply_kv_cache_scheme(rows[b]->caches(), rows[b]->request().options.kv_cache);
     evaluate_cache_state(rows[b]->caches());
   }
   mx::clear_cache();
@@ -345,7 +353,7 @@ void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
   if (caches.empty() || tokens.empty()) return;
   // Bookkeeping that disagrees with the caches is never reused.
   if (caches.front()->offset() != static_cast<int>(tokens.size())) return;
-  prefix_cache_.insert(std::move(tokens), std::move(caches));
+  prefix_cache_.insert(std::move(tokens), std::move(caches), cache_key(*sequence));
   if (admission_.limited()) {
     const std::size_t room = admission_.cache_room();
     prefix_cache_.shrink_to(room > reserved_bytes_ ? room - reserved_bytes_ : 0);

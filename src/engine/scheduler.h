@@ -98,6 +98,9 @@ class Scheduler {
   // sequences); null for a fixed number of drafts.
   DraftSchedule* schedule_for(const SpeculativeOptions& options);
   void retire(std::unique_ptr<Sequence> sequence);
+  // What the prefix cache files a sequence's caches under: the model's
+  // cache kinds and the sequence's KV scheme.
+  std::string cache_key(const Sequence& sequence) const;
 
   // The memory to reserve for a waiting sequence, nullopt while it does
   // not fit (the prefix cache is evicted to make room).

@@ -53,6 +53,7 @@ GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
   if (options.prefill_step_size < 1) throw Error("generate: prefill step must be >= 1");
   validate_sampler_options(options.sampler, model.vocab_size());
   validate_penalty_options(options.penalties, model.vocab_size());
+  validate_kv_cache_scheme(options.kv_cache, model);
 
   const auto start = Clock::now();
   mx::reset_peak_memory();
@@ -63,6 +64,7 @@ GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
   // One step: the logits of the last input position → (token [1], logprobs [vocab]).
   auto step = [&](const mx::array& input) {
     auto logits = model.forward(mx::expand_dims(input, 0), caches);  // [1, L, vocab]
+    apply_kv_cache_scheme(caches, options.kv_cache);
     const int length = logits.shape(1), vocab = logits.shape(2);
     logits = mx::reshape(mx::slice(logits, {0, length - 1, 0}, {1, length, vocab}), {1, vocab});
     if (penalize) logits = apply_logits_processors(logits, tokens, options.penalties);
@@ -78,6 +80,7 @@ GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
     const size_t count = std::min<size_t>(options.prefill_step_size, prompt.size() - processed - 1);
     std::vector<int> chunk(prompt.begin() + processed, prompt.begin() + processed + count);
     model.forward(mx::expand_dims(as_ids(chunk), 0), caches);
+    apply_kv_cache_scheme(caches, options.kv_cache);
     evaluate_cache_state(caches);
     tokens.insert(tokens.end(), chunk.begin(), chunk.end());
     processed += count;

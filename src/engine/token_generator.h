@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/kv_cache_scheme.h"
 #include "engine/speculative/speculative_options.h"
 #include "model/language_model.h"
 #include "model/logits_processors.h"
@@ -37,6 +38,7 @@ struct GenerationOptions {
   SamplerOptions sampler;
   PenaltyOptions penalties;
   SpeculativeOptions speculative;
+  KvCacheScheme kv_cache;
 };
 
 struct GeneratedToken {

@@ -7,6 +7,7 @@
 
 #include "kernels/kernels.h"
 #include "model/activations.h"
+#include "model/quantized_attention.h"
 #include "model/weight_store.h"
 
 namespace mlx_cpp {
@@ -114,13 +115,24 @@ mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array 
     keys = mx::astype(keys, mx::float16);
     values = mx::astype(values, mx::float16);
   }
-  auto [all_keys, all_values] =
-      ring_newest_first ? cache.update_and_fetch_in_ring_order(keys, values, *ring_newest_first)
-                        : cache.update_and_fetch(keys, values);
   if (query_position_scale)
     rotated =
         mx::multiply(rotated, mlx_cpp::query_position_scale(*query_position_scale, rotated.shape(2),
                                                             offset, rotated.dtype()));
+  if (auto* quantized = cache.as_quantized()) {
+    auto [packed_keys, packed_values] = quantized->update_and_fetch_packed(keys, values);
+    // Only cohere2's cast reaches a quantized cache (quantized_kv_refusal).
+    const auto result_type = rotated.dtype();
+    const bool cast_queries =
+        upcast == AttentionUpcast::queries_when_float16 && rotated.dtype() == mx::float16;
+    if (cast_queries) rotated = mx::astype(rotated, mx::float32);
+    auto attended = quantized_attention(rotated, packed_keys, packed_values, scale, mask,
+                                        *quantized->quantization());
+    return cast_queries ? mx::astype(attended, result_type) : attended;
+  }
+  auto [all_keys, all_values] =
+      ring_newest_first ? cache.update_and_fetch_in_ring_order(keys, values, *ring_newest_first)
+                        : cache.update_and_fetch(keys, values);
   if (softcap)
     return softcapped_attention(rotated, all_keys, all_values, scale, *softcap, mask, offset);
 
@@ -518,6 +530,25 @@ mx::array DenseTransformer::forward_batch(const mx::array& tokens,
     h = layers_[i](h, rows);
   }
   return head(h);
+}
+
+std::optional<std::string> DenseTransformer::quantized_kv_refusal(
+    const KvQuantization& quantization) const {
+  // mlx-lm's modules of these read the fetched keys as one float array.
+  const std::string type = spec_.model_type;
+  if (spec_.attention_softcap)
+    return type +
+           "'s attention caps its logits from float keys: quantized KV caches are not "
+           "available for it";
+  if (spec_.attention_upcast == AttentionUpcast::queries ||
+      spec_.attention_upcast == AttentionUpcast::queries_and_keys)
+    return type +
+           "'s attention casts float keys and values to float32: quantized KV caches "
+           "are not available for it";
+  if (spec_.head_dim % quantization.group_size != 0)
+    return "the KV group size " + std::to_string(quantization.group_size) +
+           " does not divide the head dimension " + std::to_string(spec_.head_dim);
+  return std::nullopt;
 }
 
 CacheList DenseTransformer::make_caches() const {

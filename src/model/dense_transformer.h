@@ -107,6 +107,8 @@ class DenseTransformer : public LanguageModel {
   std::string tier() const override { return "generic"; }
   bool mixture_of_experts() const override { return spec_.moe.has_value(); }
   int vocab_size() const override { return spec_.vocab_size; }
+  std::optional<std::string> quantized_kv_refusal(
+      const KvQuantization& quantization) const override;
   size_t parameter_count() const override { return parameter_count_; }
   size_t weight_bytes_per_token() const override;
   size_t weight_bytes() const override;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "model/quantized_kv_cache.h"
+
 namespace mlx_cpp {
 namespace mx = mlx::core;
 namespace {
@@ -124,6 +126,14 @@ std::vector<mx::array> StandardKvCache::state() const {
 std::unique_ptr<KvCache> StandardKvCache::clone() const {
   storage_shared_ = true;
   return std::make_unique<StandardKvCache>(*this);
+}
+
+std::unique_ptr<KvCache> StandardKvCache::quantized(const KvQuantization& quantization) const {
+  // The whole storage is quantized, capacity and all, as mlx-lm does: each
+  // token's groups are quantized on their own, so the held tokens' codes
+  // are those an update would have written.
+  if (!keys_) return std::make_unique<QuantizedKvCache>(quantization);
+  return std::make_unique<QuantizedKvCache>(quantization, *keys_, *values_, offset_);
 }
 
 // ---- RotatingKvCache ------------------------------------------------------

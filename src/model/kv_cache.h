@@ -13,6 +13,16 @@
 
 namespace mlx_cpp {
 
+// Affine quantization of cached keys and values along the head dimension
+// (mlx-lm's kv_bits and kv_group_size).
+struct KvQuantization {
+  int bits = 8;
+  int group_size = 64;
+  bool operator==(const KvQuantization&) const = default;
+};
+
+class QuantizedKvCache;
+
 // What attention should mask: nothing, the fused causal mode, or an
 // explicit boolean mask array (true = attend).
 struct AttentionMask {
@@ -64,6 +74,14 @@ class KvCache {
   }
   // The sliding window this cache keeps (nullopt: it keeps every token).
   virtual std::optional<int> window() const { return std::nullopt; }
+  // A copy of this cache that keeps its keys and values quantized from now
+  // on, the tokens it holds quantized too (mlx-lm's to_quantized); null
+  // where this kind has no quantized form (sliding windows).
+  virtual std::unique_ptr<KvCache> quantized(const KvQuantization&) const { return nullptr; }
+  // This cache when it holds its keys and values quantized (attention then
+  // reads them packed), else null.
+  virtual QuantizedKvCache* as_quantized() { return nullptr; }
+  virtual std::optional<KvQuantization> quantization() const { return std::nullopt; }
   // Storage kind with its parameters, e.g. "kv" or "rotating(max=512,keep=0)";
   // caches with equal signatures can be exchanged between requests.
   virtual std::string signature() const = 0;
@@ -94,6 +112,7 @@ class StandardKvCache : public KvCache {
   std::string signature() const override { return "kv"; }
   std::vector<mlx::core::array> state() const override;
   std::unique_ptr<KvCache> clone() const override;
+  std::unique_ptr<KvCache> quantized(const KvQuantization& quantization) const override;
   std::optional<DecodeSlot> decode_slot() override;
   void commit_decode(const mlx::core::array& keys, const mlx::core::array& values) override;
 

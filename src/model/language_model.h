@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ class LanguageModel {
   // Whether some layers route tokens to experts.
   virtual bool mixture_of_experts() const { return false; }
   virtual int vocab_size() const = 0;
+  // Why this model's attention cannot read keys and values quantized this
+  // way (model/quantized_kv_cache.h), or nullopt when it can.
+  virtual std::optional<std::string> quantized_kv_refusal(
+      const KvQuantization& quantization) const = 0;
   // Parameter count as mlx-lm reports it (quantized weights at full size).
   virtual size_t parameter_count() const = 0;
   // Bytes of parameters one decode step reads, as held in memory: every

@@ -56,20 +56,29 @@ using BackendFactory = std::function<std::unique_ptr<Backend>()>;
 
 class SchedulerBackend : public Backend {
  public:
+  // What requests get unless they say otherwise, beside the model's own
+  // defaults.
+  struct RequestDefaults {
+    SpeculativeOptions speculative;
+    KvCacheScheme kv_cache;
+  };
   // draft: the model that drafts for requests speculating with a draft
-  // model (may be null); speculative: what requests do unless they say.
+  // model (may be null).
   SchedulerBackend(std::unique_ptr<ModelRuntime> runtime, const SchedulerOptions& options,
                    std::unique_ptr<ModelRuntime> draft = nullptr,
-                   const SpeculativeOptions& speculative = {})
+                   const RequestDefaults& defaults = {})
       : runtime_(std::move(runtime)),
         draft_(std::move(draft)),
-        speculative_(speculative),
-        scheduler_(*runtime_, options, draft_.get()) {}
+        defaults_(defaults),
+        scheduler_(*runtime_, options, draft_.get()) {
+    validate_kv_cache_scheme(defaults_.kv_cache, runtime_->model());
+  }
   int context_size() const override { return runtime_->context_size(); }
   int vocab_size() const override { return runtime_->model().vocab_size(); }
   GenerationOptions default_options() const override {
     auto options = runtime_->default_options();
-    options.speculative = speculative_;
+    options.speculative = defaults_.speculative;
+    options.kv_cache = defaults_.kv_cache;
     return options;
   }
   bool has_draft_model() const override { return draft_ != nullptr; }
@@ -104,7 +113,7 @@ class SchedulerBackend : public Backend {
  private:
   std::unique_ptr<ModelRuntime> runtime_;
   std::unique_ptr<ModelRuntime> draft_;
-  SpeculativeOptions speculative_;
+  RequestDefaults defaults_;
   Scheduler scheduler_;
 };
 

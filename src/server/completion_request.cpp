@@ -138,6 +138,36 @@ void parse_speculative(const nlohmann::ordered_json& body, SpeculativeOptions& o
   }
 }
 
+// "kv_bits" (2-8, or 0 / false for float caches), "kv_group_size" and
+// "quantized_kv_start", mlx-lm's names, override the server's KV scheme for
+// this request's own caches; the prefix cache keys entries by the scheme,
+// so no other request ever reads them. The model checks the scheme when
+// the request is submitted.
+void parse_kv_cache(const nlohmann::ordered_json& body, KvCacheScheme& scheme) {
+  const auto bits = body.find("kv_bits");
+  if (bits != body.end() && !bits->is_null()) {
+    if (bits->is_boolean() && !bits->get<bool>()) {
+      scheme.quantization.reset();
+    } else {
+      const auto value = optional_integer(body, "kv_bits", 0, 8);
+      if (*value == 0)
+        scheme.quantization.reset();
+      else
+        scheme.quantization =
+            KvQuantization{int(*value), scheme.quantization ? scheme.quantization->group_size
+                                                            : KvQuantization{}.group_size};
+    }
+  }
+  if (auto group = optional_integer(body, "kv_group_size", 1, 1024)) {
+    if (!scheme.quantization)
+      throw invalid_request("'kv_group_size' needs quantized KV caches ('kv_bits')",
+                            "kv_group_size");
+    scheme.quantization->group_size = int(*group);
+  }
+  if (auto start = optional_integer(body, "quantized_kv_start", 0, std::numeric_limits<int>::max()))
+    scheme.quantized_start = int(*start);
+}
+
 void parse_length(const nlohmann::ordered_json& body, const ModelInfo& model, const char* preferred,
                   CompletionRequest& request) {
   auto limit = optional_integer(body, preferred, 1, model.context_size);
@@ -160,6 +190,7 @@ CompletionRequest parse_common(const nlohmann::ordered_json& body, const ModelIn
   request.text.options = model.defaults;
   parse_sampling(body, model, request.text.options);
   parse_speculative(body, request.text.options.speculative);
+  parse_kv_cache(body, request.text.options.kv_cache);
   parse_length(body, model, endpoint == Endpoint::chat ? "max_completion_tokens" : "max_tokens",
                request);
   request.text.stop = parse_stop(body);

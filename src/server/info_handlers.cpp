@@ -23,6 +23,15 @@ nlohmann::ordered_json model_entry(const EngineThread& engine, const ServerConfi
   if (info->draft_model) sources.push_back(draft_kind_name(DraftKind::draft_model));
   entry["speculative"] = {{"sources", sources},
                           {"default", draft_kind_name(info->defaults.speculative.kind)}};
+  // The KV cache requests get unless they set kv_bits.
+  const auto& kv_cache = info->defaults.kv_cache;
+  entry["kv_cache"] =
+      kv_cache.quantization
+          ? nlohmann::ordered_json{{"kv_bits", kv_cache.quantization->bits},
+                                   {"kv_group_size", kv_cache.quantization->group_size},
+                                   {"quantized_kv_start", kv_cache.quantized_start},
+                                   {"float_layers", kv_cache.float_layers}}
+          : nlohmann::ordered_json{{"kv_bits", nullptr}};
   // How answers are parsed: the tool-call format, and the think tags
   // whose contents go to reasoning_content (null: not parsed).
   const auto& format = info->output_format;

@@ -16,6 +16,13 @@ namespace mx = mlx::core;
 // cache_list_signature of one standard cache.
 const std::string kKv = "kv;";
 
+// Files caches under their own signature, as the scheduler does for a
+// float scheme.
+void file_entry(PrefixCache& cache, std::vector<int> tokens, CacheList caches) {
+  const auto signature = cache_list_signature(caches);
+  cache.insert(std::move(tokens), std::move(caches), signature);
+}
+
 // Caches holding `tokens.size()` tokens whose keys are the token ids, so a
 // hit's contents show which entry it came from.
 CacheList caches_for(const std::vector<int>& tokens, bool rotating = false, float tag = 0.0f) {
@@ -59,8 +66,8 @@ TEST(TokenTrie, WalksSharedPrefixesAndPrunesOnErase) {
 
 TEST(PrefixCache, TheLongestCommonPrefixWinsAndTheEntryIsNeverChanged) {
   PrefixCache cache(1 << 20);
-  cache.insert({1, 2, 3, 4}, caches_for({1, 2, 3, 4}));
-  cache.insert({1, 2, 9, 9, 9}, caches_for({1, 2, 9, 9, 9}));
+  file_entry(cache, {1, 2, 3, 4}, caches_for({1, 2, 3, 4}));
+  file_entry(cache, {1, 2, 9, 9, 9}, caches_for({1, 2, 9, 9, 9}));
   auto hit = cache.lookup({1, 2, 3, 7, 8}, kKv);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->tokens, 3);
@@ -82,7 +89,7 @@ TEST(PrefixCache, TheLongestCommonPrefixWinsAndTheEntryIsNeverChanged) {
 TEST(PrefixCache, CachesThatCannotTrimServeOnlyWholeEntries) {
   PrefixCache cache(1 << 20);
   // Six tokens through a 4-token window: past the window, not trimmable.
-  cache.insert({1, 2, 3, 4, 5, 6}, caches_for({1, 2, 3, 4, 5, 6}, true));
+  file_entry(cache, {1, 2, 3, 4, 5, 6}, caches_for({1, 2, 3, 4, 5, 6}, true));
   const std::string signature = "rotating(max=4,keep=0);";
   EXPECT_FALSE(cache.lookup({1, 2, 3, 4, 5, 9, 9}, signature));
   auto hit = cache.lookup({1, 2, 3, 4, 5, 6, 7}, signature);
@@ -94,11 +101,11 @@ TEST(PrefixCache, CachesThatCannotTrimServeOnlyWholeEntries) {
 
 TEST(PrefixCache, AmongEqualMatchesTheMostRecentlyUsedWins) {
   PrefixCache cache(1 << 20);
-  cache.insert({1, 2, 3, 4}, caches_for({1, 2, 3, 4}, false, 0.5f));
-  cache.insert({1, 2, 3, 5}, caches_for({1, 2, 3, 5}, false, 0.25f));
+  file_entry(cache, {1, 2, 3, 4}, caches_for({1, 2, 3, 4}, false, 0.5f));
+  file_entry(cache, {1, 2, 3, 5}, caches_for({1, 2, 3, 5}, false, 0.25f));
   auto hit = cache.lookup({1, 2, 3, 6, 6}, kKv);
   ASSERT_TRUE(hit);
-  EXPECT_EQ(key_at(*hit, 0), 1.25f);                 // the newer entry
+  EXPECT_EQ(key_at(*hit, 0), 1.25f);                // the newer entry
   ASSERT_TRUE(cache.lookup({1, 2, 3, 4, 4}, kKv));  // uses the older one: now the newest
   EXPECT_EQ(key_at(*cache.lookup({1, 2, 3, 6, 6}, kKv), 0), 1.5f);
 }
@@ -106,13 +113,13 @@ TEST(PrefixCache, AmongEqualMatchesTheMostRecentlyUsedWins) {
 TEST(PrefixCache, SameTokensReplaceAndEvictionForgetsTheEntry) {
   const std::size_t one_entry = cache_list_bytes(caches_for({1, 2, 3}));
   PrefixCache cache(2 * one_entry);
-  cache.insert({1, 2, 3}, caches_for({1, 2, 3}, false, 0.5f));
-  cache.insert({1, 2, 3}, caches_for({1, 2, 3}, false, 0.25f));
+  file_entry(cache, {1, 2, 3}, caches_for({1, 2, 3}, false, 0.5f));
+  file_entry(cache, {1, 2, 3}, caches_for({1, 2, 3}, false, 0.25f));
   EXPECT_EQ(cache.entries(), 1u);
   EXPECT_EQ(cache.bytes(), one_entry);
   EXPECT_EQ(key_at(*cache.lookup({1, 2, 3, 4}, kKv), 0), 1.25f);
-  cache.insert({4, 5, 6}, caches_for({4, 5, 6}));
-  cache.insert({7, 8, 9}, caches_for({7, 8, 9}));  // evicts {1, 2, 3}, the least recent
+  file_entry(cache, {4, 5, 6}, caches_for({4, 5, 6}));
+  file_entry(cache, {7, 8, 9}, caches_for({7, 8, 9}));  // evicts {1, 2, 3}, the least recent
   EXPECT_EQ(cache.entries(), 2u);
   EXPECT_FALSE(cache.lookup({1, 2, 3, 4}, kKv));
   EXPECT_TRUE(cache.lookup({4, 5, 6, 1}, kKv));

@@ -36,9 +36,9 @@ std::vector<std::string> model_golden_cases() {
   return names;
 }
 
-GoldenCase GoldenCase::load(const std::string& name) {
+GoldenCase GoldenCase::load(const std::string& name, const std::string& suite) {
   GoldenCase golden;
-  golden.directory = std::filesystem::path(MLX_CPP_GOLDENS) / "model_goldens" / name;
+  golden.directory = std::filesystem::path(MLX_CPP_GOLDENS) / suite / name;
   golden.model_directory = golden.directory / "model";
   std::ifstream stream(golden.directory / "goldens.json");
   if (!stream)

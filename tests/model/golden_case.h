@@ -21,7 +21,8 @@ struct GoldenCase {
   nlohmann::json goldens;  // goldens.json
   std::unordered_map<std::string, mlx::core::array> logits;
 
-  static GoldenCase load(const std::string& name);
+  // A case of model_goldens, or of another oracle's suite of that layout.
+  static GoldenCase load(const std::string& name, const std::string& suite = "model_goldens");
 };
 
 // Bit-exact comparison: same dtype, shape and every element (NaN == NaN).

@@ -71,9 +71,9 @@ Verdict judge_sampled(const std::vector<mx::array>& logprobs, const std::vector<
     // The residual max(0, p - q) with q a point mass on the draft: p
     // without the draft, renormalized (categorical normalizes).
     auto vocab = mx::arange(weights.shape(1), mx::int32);
-    auto without = mx::where(mx::equal(vocab, draft),
-                             mx::array(-std::numeric_limits<float>::infinity(), weights.dtype()),
-                             weights);
+    auto without =
+        mx::where(mx::equal(vocab, draft),
+                  mx::array(-std::numeric_limits<float>::infinity(), weights.dtype()), weights);
     auto token = sampler.draw(without);
     mx::eval(token);
     verdict.next = token.item<int>();
@@ -131,6 +131,7 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSche
   const bool stepwise = (runtime.kernels() == KernelMode::fast || !trimmable) && fed.size() > 1;
   const auto verify_start = std::chrono::steady_clock::now();
   auto logits = forward_tokens(runtime.model(), fed, caches, stepwise);
+  apply_kv_cache_scheme(caches, options.kv_cache);
 
   std::vector<mx::array> logprobs;
   for (int i = 0; i <= proposed; ++i) {
@@ -156,6 +157,7 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSche
     if (snapshot) {
       caches = std::move(*snapshot);
       forward_tokens(runtime.model(), {fed.begin(), fed.begin() + 1 + accepted}, caches, true);
+      apply_kv_cache_scheme(caches, options.kv_cache);
       evaluate_cache_state(caches);
     } else {
       for (auto& cache : caches) cache->trim(proposed - accepted);

@@ -1,0 +1,158 @@
+#include "model/quantized_kv_cache.h"
+
+#include <mlx/ops.h>
+
+#include <algorithm>
+
+namespace mlx_cpp {
+namespace mx = mlx::core;
+namespace {
+
+mx::array sequence_slice(const mx::array& v, int start, int stop) {
+  return mx::slice(v, {0, 0, start, 0}, {v.shape(0), v.shape(1), stop, v.shape(3)});
+}
+
+PackedKv sequence_slice(const PackedKv& v, int start, int stop) {
+  return {sequence_slice(v.packed, start, stop), sequence_slice(v.scales, start, stop),
+          sequence_slice(v.biases, start, stop)};
+}
+
+PackedKv quantize(const mx::array& v, const KvQuantization& quantization) {
+  auto parts = mx::quantize(v, quantization.group_size, quantization.bits);
+  return {parts[0], parts[1], parts[2]};
+}
+
+// Room for `steps` tokens of a [B, H, *, dim] tensor, zeroed as mlx-lm's
+// init_quant makes it: uint32 codes, factors in the keys' dtype.
+PackedKv zero_storage(const mx::array& like, int steps, const KvQuantization& quantization) {
+  const int dim = like.shape(3);
+  const int per_word = 32 / quantization.bits;
+  const mx::Shape base{like.shape(0), like.shape(1), steps};
+  auto shape = [&](int last) {
+    auto s = base;
+    s.push_back(last);
+    return s;
+  };
+  return {mx::zeros(shape(dim / per_word), mx::uint32),
+          mx::zeros(shape(dim / quantization.group_size), like.dtype()),
+          mx::zeros(shape(dim / quantization.group_size), like.dtype())};
+}
+
+PackedKv concatenate(const PackedKv& a, const PackedKv& b) {
+  return {mx::concatenate({a.packed, b.packed}, 2), mx::concatenate({a.scales, b.scales}, 2),
+          mx::concatenate({a.biases, b.biases}, 2)};
+}
+
+mx::array assign_sequence(const mx::array& target, const mx::array& update, int start) {
+  auto stop = target.shape();
+  stop[2] = start + update.shape(2);
+  return mx::slice_update(target, update, {0, 0, start, 0}, stop);
+}
+
+PackedKv assign_sequence(const PackedKv& target, const PackedKv& update, int start) {
+  return {assign_sequence(target.packed, update.packed, start),
+          assign_sequence(target.scales, update.scales, start),
+          assign_sequence(target.biases, update.biases, start)};
+}
+
+mx::array dequantize(const PackedKv& v, const KvQuantization& quantization) {
+  return mx::dequantize(v.packed, v.scales, v.biases, quantization.group_size, quantization.bits);
+}
+
+size_t packed_bytes(const PackedKv& v) {
+  return v.packed.nbytes() + v.scales.nbytes() + v.biases.nbytes();
+}
+
+}  // namespace
+
+QuantizedKvCache::QuantizedKvCache(KvQuantization quantization) : quantization_(quantization) {}
+
+QuantizedKvCache::QuantizedKvCache(KvQuantization quantization, const mx::array& keys,
+                                   const mx::array& values, int offset)
+    : quantization_(quantization),
+      keys_(quantize(keys, quantization)),
+      values_(quantize(values, quantization)),
+      offset_(offset) {}
+
+std::string QuantizedKvCache::signature() const {
+  return "quantized(bits=" + std::to_string(quantization_.bits) +
+         ",group=" + std::to_string(quantization_.group_size) + ")";
+}
+
+void QuantizedKvCache::reserve(int length, const mx::array& keys, const mx::array& values) {
+  const int previous = offset_;
+  if (keys_ && previous + length <= keys_->packed.shape(2)) return;
+  const int steps = (kStep + length - 1) / kStep * kStep;
+  auto new_keys = zero_storage(keys, steps, quantization_);
+  auto new_values = zero_storage(values, steps, quantization_);
+  if (!keys_) {
+    keys_ = new_keys;
+    values_ = new_values;
+    return;
+  }
+  if (previous % kStep != 0) {
+    keys_ = sequence_slice(*keys_, 0, previous);
+    values_ = sequence_slice(*values_, 0, previous);
+  }
+  keys_ = concatenate(*keys_, new_keys);
+  values_ = concatenate(*values_, new_values);
+}
+
+std::pair<PackedKv, PackedKv> QuantizedKvCache::update_and_fetch_packed(const mx::array& keys,
+                                                                        const mx::array& values) {
+  const int previous = offset_;
+  reserve(keys.shape(2), keys, values);
+  offset_ += keys.shape(2);
+  keys_ = assign_sequence(*keys_, quantize(keys, quantization_), previous);
+  values_ = assign_sequence(*values_, quantize(values, quantization_), previous);
+  return fetch();
+}
+
+std::pair<mx::array, mx::array> QuantizedKvCache::update_and_fetch(const mx::array& keys,
+                                                                   const mx::array& values) {
+  auto [all_keys, all_values] = update_and_fetch_packed(keys, values);
+  return {dequantize(all_keys, quantization_), dequantize(all_values, quantization_)};
+}
+
+std::pair<PackedKv, PackedKv> QuantizedKvCache::fetch() const {
+  if (offset_ < keys_->packed.shape(2))
+    return {sequence_slice(*keys_, 0, offset_), sequence_slice(*values_, 0, offset_)};
+  return {*keys_, *values_};
+}
+
+AttentionMask QuantizedKvCache::make_mask(int length, std::optional<int> window_size) const {
+  if (window_size) return {AttentionMask::Kind::array, causal_mask(length, offset_, window_size)};
+  if (length == 1) return {};
+  return {AttentionMask::Kind::causal, std::nullopt};
+}
+
+int QuantizedKvCache::trim(int n) {
+  n = std::min(offset_, n);
+  offset_ -= n;
+  return n;
+}
+
+size_t QuantizedKvCache::byte_size() const {
+  return keys_ ? packed_bytes(*keys_) + packed_bytes(*values_) : 0;
+}
+
+size_t QuantizedKvCache::bytes_for_tokens(int tokens, int /*prefill_chunk*/) const {
+  if (!keys_) return 0;
+  const size_t per_token = byte_size() / keys_->packed.shape(2);
+  const size_t capacity = (static_cast<size_t>(tokens) + kStep - 1) / kStep * kStep;
+  return per_token * capacity;
+}
+
+std::vector<mx::array> QuantizedKvCache::state() const {
+  if (!keys_) return {};
+  return {keys_->packed,   keys_->scales,   keys_->biases,
+          values_->packed, values_->scales, values_->biases};
+}
+
+std::unique_ptr<KvCache> QuantizedKvCache::clone() const {
+  // MLX's ops never write into shared buffers, and this cache only ever
+  // replaces its arrays, so a copy of the handles is a copy of the cache.
+  return std::make_unique<QuantizedKvCache>(*this);
+}
+
+}  // namespace mlx_cpp
