@@ -147,6 +147,42 @@ def budget_refused(mlx_cpp, directory, checks):
     checks.check("a budget too small for the model: both sizes named",
                  "weights" in message and "memory budget" in message, message[-400:])
 
+def quantized_kv_requests(server, checks):
+    """Per-request KV schemes: answers under kv_bits, a cache never shared
+    across schemes, and bad schemes refused with 400 naming the field."""
+    def ask(extra):
+        body = {"model": "m", "max_tokens": 12, "temperature": 0,
+                "messages": [{"role": "user", "content": "Name three colours."}]}
+        body.update(extra)
+        status, text = server.request("POST", "/v1/chat/completions", body)
+        return status, json.loads(text)
+
+    status, plain = ask({})
+    checks.check("kv_bits: a float answer first", status == 200, status)
+    for bits in (8, 4):
+        status, answer = ask({"kv_bits": bits, "quantized_kv_start": 0})
+        checks.check(f"kv_bits {bits}: answered", status == 200, status)
+        cached = answer["usage"]["prompt_tokens_details"]["cached_tokens"]
+        checks.check(f"kv_bits {bits}: no float cache entry reused", cached == 0, cached)
+        status, again = ask({"kv_bits": bits, "quantized_kv_start": 0})
+        cached = again["usage"]["prompt_tokens_details"]["cached_tokens"]
+        checks.check(f"kv_bits {bits}: its own entry reused", cached > 0, cached)
+        checks.check(f"kv_bits {bits}: the cached answer equals the first",
+                     again["choices"][0]["message"]["content"]
+                     == answer["choices"][0]["message"]["content"],
+                     again["choices"][0]["message"]["content"])
+    status, answer = ask({"kv_bits": 8})  # quantized only past 5000 tokens: float here
+    checks.check("kv_bits 8 below its start: the float answer",
+                 status == 200 and answer["choices"][0]["message"]["content"]
+                 == plain["choices"][0]["message"]["content"], answer)
+    for extra, field in (({"kv_bits": 7}, "bits must be"),
+                         ({"kv_bits": 4, "kv_group_size": 48}, "group size must be"),
+                         ({"kv_group_size": 32}, "kv_group_size"),
+                         ({"kv_bits": "eight"}, "kv_bits")):
+        status, answer = ask(extra)
+        checks.check(f"bad KV scheme {extra}: 400 naming it",
+                     status == 400 and field in json.dumps(answer), (status, answer))
+
 
 def main():
     mlx_cpp = sys.argv[1]
@@ -156,6 +192,7 @@ def main():
     with Server(mlx_cpp, directory, "--quiet", "--max-batch", "16") as server:
         hang_ups(server, checks)
         alternating_turns(server, checks)
+        quantized_kv_requests(server, checks)
     sigterm_during_batch(mlx_cpp, directory, checks)
     budget_refused(mlx_cpp, directory, checks)
     checks.finish()
