@@ -208,6 +208,7 @@ void run_bench(const BenchArguments& args) {
     };
     nlohmann::json report = {{"model", args.model},
                              {"kernels", args.kernels},
+                             {"kv_cache", kv_cache.signature()},
                              {"threads", kernels::kernel_threads()},
                              {"prompt_tokens", args.prompt_tokens},
                              {"generated_tokens", args.generate_tokens_count},
@@ -222,9 +223,10 @@ void run_bench(const BenchArguments& args) {
     std::printf("%s\n", report.dump(2).c_str());
     return;
   }
-  std::printf("model %s, kernels %s, threads %d, prompt %d, generate %d, runs %d\n",
+  std::printf("model %s, kernels %s, threads %d, prompt %d, generate %d, runs %d, kv %s\n",
               args.model.c_str(), args.kernels.c_str(), kernels::kernel_threads(),
-              args.prompt_tokens, args.generate_tokens_count, args.runs);
+              args.prompt_tokens, args.generate_tokens_count, args.runs,
+              kv_cache.signature().c_str());
   print_kernel_report(kernels);
   std::printf("%-22s %12s %12s %12s\n", "", "median", "min", "max");
   auto row = [](const char* name, const Summary& s) {

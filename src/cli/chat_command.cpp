@@ -190,6 +190,8 @@ void register_chat_command(CLI::App& app) {
         resolve_model_argument(args->model),
         {args->context_size, parse_kernel_mode(args->kernels),
          args->speculative.draft_directory_for(speculative), args->chat_template_file});
+    // A bad KV scheme is refused before the first message.
+    validate_kv_cache_scheme(args->kv_cache.to_scheme(), session->model());
     install_interrupt_handler();
     Chat(*args, std::move(session)).run();
   });
