@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/model_argument.h"
+#include "engine/cached_prompt.h"
 #include "engine/session.h"
 #include "io/error.h"
 
@@ -25,7 +26,31 @@ struct GenerateArguments {
   std::string kernels = "fast";
   SpeculativeArguments speculative;
   KvCacheArguments kv_cache;
+  std::string prompt_cache_file;
+  bool model_given = false;
 };
+
+// The model a prompt-cache file is continued with: --model, or the one the
+// file names. Both given must be one model (mlx-lm's generate refuses a
+// different one too): its caches would be another model's keys.
+std::filesystem::path model_for_cached_prompt(const GenerateArguments& args,
+                                              const std::map<std::string, std::string>& metadata) {
+  auto named = metadata.find("model");
+  if (!args.model_given) {
+    if (named == metadata.end())
+      throw Error("the prompt cache " + args.prompt_cache_file + " names no model: give --model");
+    return resolve_model_argument(named->second);
+  }
+  const auto directory = resolve_model_argument(args.model);
+  if (named != metadata.end() && named->second != args.model) {
+    std::error_code error;
+    const auto cached = resolve_model_argument(named->second);
+    if (!std::filesystem::equivalent(cached, directory, error))
+      throw Error("the prompt cache " + args.prompt_cache_file + " was made with model " +
+                  named->second + ", not " + args.model);
+  }
+  return directory;
+}
 
 void print_stats(const TextResult& result) {
   const auto& stats = result.stats;
@@ -45,9 +70,12 @@ void print_stats(const TextResult& result) {
 
 void run_generate(const GenerateArguments& args) {
   const auto speculative = args.speculative.to_options();
-  auto session = Session::open(resolve_model_argument(args.model),
-                               {args.context_size, parse_kernel_mode(args.kernels),
-                                args.speculative.draft_directory_for(speculative)});
+  std::optional<PromptCacheContents> cached;
+  if (!args.prompt_cache_file.empty()) cached = load_prompt_cache(args.prompt_cache_file);
+  auto session = Session::open(
+      cached ? model_for_cached_prompt(args, cached->metadata) : resolve_model_argument(args.model),
+      {args.context_size, parse_kernel_mode(args.kernels),
+       args.speculative.draft_directory_for(speculative)});
   // As mlx-lm's generate: the prompt is a user message in the model's chat
   // template when it has one (an instruction-tuned model given raw text
   // often answers nothing); --raw sends the text as it is.
@@ -56,10 +84,17 @@ void run_generate(const GenerateArguments& args) {
   if (args.chat && args.raw) throw Error("--chat and --raw exclude each other");
   if (args.chat && !runtime.has_chat_template())
     throw Error("--chat: this model has no chat template");
-  std::vector<int> prompt_ids = !args.raw && runtime.has_chat_template()
-                                    ? runtime.encode_user_message(args.prompt, args.system)
-                                    : runtime.encode(args.prompt, true);
+  // A cached prompt left a user message open: the prompt completes it
+  // (mlx-lm's generate --prompt-cache-file).
+  const bool templated = !args.raw && runtime.has_chat_template();
+  std::vector<int> prompt_ids =
+      !templated ? runtime.encode(args.prompt, true)
+      : cached   ? runtime.encode_user_message_continuation(args.prompt, args.system)
+                 : runtime.encode_user_message(args.prompt, args.system);
   TextRequest request;
+  if (cached)
+    request.cached_prompt = cached_prompt_from(std::move(*cached), runtime.model(),
+                                               args.kv_cache.to_scheme(), args.prompt_cache_file);
   request.prompt_ids = prompt_ids;
   request.stop = args.stop;
   auto& options = request.options;
@@ -82,8 +117,9 @@ void run_generate(const GenerateArguments& args) {
 void register_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArguments>();
   auto* command = app.add_subcommand("generate", "Generate text from a prompt (streams to stdout)");
-  command->add_option("-m,--model", args->model, "Model directory or cached model name")
-      ->capture_default_str();
+  auto* model =
+      command->add_option("-m,--model", args->model, "Model directory or cached model name");
+  model->capture_default_str();
   command->add_option("-p,--prompt", args->prompt, "Prompt text")->required();
   command->add_flag("--raw", args->raw,
                     "Send the prompt as it is, not as a user message in the chat template");
@@ -106,7 +142,12 @@ void register_generate_command(CLI::App& app) {
   add_kernels_option(command, args->kernels);
   add_speculative_options(command, args->speculative);
   add_kv_cache_options(command, args->kv_cache);
-  command->callback([args] { run_generate(*args); });
+  command->add_option("--prompt-cache-file", args->prompt_cache_file,
+                      "Continue from a prompt-cache file (cache-prompt, or mlx-lm's)");
+  command->callback([args, model] {
+    args->model_given = model->count() > 0;
+    run_generate(*args);
+  });
 }
 
 }  // namespace mlx_cpp::cli

@@ -142,6 +142,46 @@ std::string ModelRuntime::render_chat(const nlohmann::ordered_json& messages,
   return chat_template_->render(context);
 }
 
+std::string ModelRuntime::render_continued(const nlohmann::ordered_json& messages) const {
+  // transformers marks the end of the last message with a tag, renders,
+  // and cuts the text at the tag (and the spacing before it, where the
+  // template trimmed the tag's own).
+  static const std::string kTag = "CONTINUE_FINAL_MESSAGE_TAG ";
+  if (!messages.is_array() || messages.empty() || !messages.back().contains("content") ||
+      !messages.back()["content"].is_string())
+    throw Error("continuing a message needs a last message with text content");
+  auto tagged = messages;
+  const std::string content = messages.back()["content"].get<std::string>();
+  tagged.back()["content"] = content + kTag;
+  const std::string rendered = render_chat(tagged, nullptr, /*add_generation_prompt=*/false);
+  const std::string bare_tag = kTag.substr(0, kTag.size() - 1);
+  const auto at = rendered.rfind(bare_tag);
+  if (at == std::string::npos)
+    throw Error("the chat template drops part of the message, so it cannot be continued");
+  if (rendered.compare(at, kTag.size(), kTag) == 0) return rendered.substr(0, at);
+  auto end = at;
+  while (end > 0 && std::string_view(" \t\n\r\f\v").find(rendered[end - 1]) != std::string::npos)
+    --end;
+  return rendered.substr(0, end);
+}
+
+std::vector<int> ModelRuntime::encode_user_message_continuation(const std::string& text,
+                                                                const std::string& system) const {
+  // Rendered once with the text and once with a marker in its place: the
+  // two agree up to where the text starts.
+  static const std::string kMarker = "<query>";
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
+  messages.push_back({{"role", "user"}, {"content", text}});
+  const std::string rendered = render_chat(messages, nullptr, true);
+  messages.back()["content"] = kMarker;
+  const std::string marked = render_chat(messages, nullptr, true);
+  const auto start = marked.find(kMarker);
+  if (start == std::string::npos || start > rendered.size())
+    throw Error("the chat template drops the user message's text");
+  return encode(rendered.substr(start), false);
+}
+
 std::vector<int> ModelRuntime::encode_user_message(const std::string& text,
                                                    const std::string& system) const {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();

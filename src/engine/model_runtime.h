@@ -66,6 +66,16 @@ class ModelRuntime {
   // template writes them).
   std::vector<int> encode_user_message(const std::string& text,
                                        const std::string& system = "") const;
+  // The chat template rendered with the last message left open for more
+  // (transformers' continue_final_message): what mlx-lm's cache_prompt
+  // keeps of a user message, the message's end and the reply's start left
+  // for a later prompt.
+  std::string render_continued(const nlohmann::ordered_json& messages) const;
+  // As mlx-lm's generate --prompt-cache-file: the user message rendered
+  // for a reply from where its text starts (what follows a cached prompt
+  // that left a user message open), tokenized.
+  std::vector<int> encode_user_message_continuation(const std::string& text,
+                                                    const std::string& system = "") const;
   // How the model writes tool calls and reasoning (found at open, see
   // RuntimeOptions::tool_call_format; empty without a tokenizer).
   const chat::OutputFormat& output_format() const { return output_format_; }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "engine/cached_prompt.h"
 #include "engine/speculative/draft_model_source.h"
 #include "engine/speculative/prompt_lookup.h"
 #include "engine/speculative/speculative_step.h"
@@ -55,8 +56,11 @@ void Scheduler::validate(TextRequest& request) const {
   const int vocab = runtime_.model().vocab_size();
   const int context = runtime_.context_size();
   if (prompt.empty()) throw Error("the prompt is empty");
-  if (static_cast<int>(prompt.size()) >= context)
-    throw Error("the prompt has " + std::to_string(prompt.size()) +
+  // Tokens held before the prompt (a cached prompt it continues).
+  const int held = request.cached_prompt ? request.cached_prompt->tokens : 0;
+  const int length = held + static_cast<int>(prompt.size());
+  if (length >= context)
+    throw Error("the prompt has " + std::to_string(length) +
                 " tokens, more than the context size " + std::to_string(context) + " allows");
   for (int id : prompt)
     if (id < 0 || id >= vocab)
@@ -67,6 +71,11 @@ void Scheduler::validate(TextRequest& request) const {
   validate_sampler_options(options.sampler, vocab);
   validate_penalty_options(options.penalties, vocab);
   validate_kv_cache_scheme(options.kv_cache, runtime_.model());
+  if (request.cached_prompt) {
+    check_cached_prompt(request.cached_prompt->caches, runtime_.model(), options.kv_cache);
+    if (options.speculative.enabled())
+      throw Error("speculative decoding does not continue a cached prompt (the draft has none)");
+  }
   if (options.speculative.enabled()) {
     validate_speculative_options(options.speculative);
     if (options.speculative.kind == DraftKind::draft_model && !draft_)
@@ -76,9 +85,8 @@ void Scheduler::validate(TextRequest& request) const {
           "speculative decoding on the stock kernels of a model with sliding windows needs "
           "--max-batch 1 (its batched windows follow mlx-lm's shared ring)");
   }
-  options.max_tokens = std::min(options.max_tokens, context - static_cast<int>(prompt.size()));
-  options.max_tokens = admission_.fit_max_tokens(static_cast<int>(prompt.size()),
-                                                 options.max_tokens, options.kv_cache);
+  options.max_tokens = std::min(options.max_tokens, context - length);
+  options.max_tokens = admission_.fit_max_tokens(length, options.max_tokens, options.kv_cache);
   options.kernels = runtime_.kernels();
   options.prefill_step_size = prefill_chunk_;
 }
@@ -204,8 +212,12 @@ void Scheduler::admit() {
     if (!reserved) break;  // waits for running sequences to finish
     auto sequence = std::move(waiting_.front());
     waiting_.pop_front();
-    auto hit = prefix_cache_.lookup(sequence->prompt(), cache_key(*sequence));
-    if (hit)
+    const auto& cached_prompt = sequence->request().cached_prompt;
+    auto hit = cached_prompt ? std::nullopt
+                             : prefix_cache_.lookup(sequence->prompt(), cache_key(*sequence));
+    if (cached_prompt)
+      sequence->start(clone_cache_list(cached_prompt->caches), 0);
+    else if (hit)
       sequence->start(std::move(hit->caches), hit->tokens);
     else
       sequence->start(runtime_.model().make_caches(), 0);
@@ -228,8 +240,9 @@ std::optional<std::size_t> Scheduler::reservation(const Sequence& sequence) {
   // A verify holds its rejected drafts until they are trimmed.
   const auto& speculative = request.options.speculative;
   const int drafts = speculative.enabled() ? speculative.draft_tokens : 0;
+  const int held = request.cached_prompt ? request.cached_prompt->tokens : 0;
   const std::size_t need = admission_.sequence_bytes(
-      static_cast<int>(request.prompt_ids.size()) + request.options.max_tokens + drafts,
+      held + static_cast<int>(request.prompt_ids.size()) + request.options.max_tokens + drafts,
       request.options.kv_cache);
   const std::size_t room = admission_.cache_room();
   if (reserved_bytes_ + need > room) return std::nullopt;
@@ -257,7 +270,7 @@ std::vector<int> Scheduler::decode(std::vector<std::unique_ptr<Sequence>>& rows,
       // A cache that cannot be trimmed (a sliding window) is kept as it
       // stands at the prompt's boundary, as mlx-lm's server does: later
       // turns of the conversation start from it.
-      if (!all_trimmable(row->caches()))
+      if (!all_trimmable(row->caches()) && !row->request().cached_prompt)
         prefix_cache_.insert(std::vector<int>(row->prompt().begin(), row->prompt().end() - 1),
                              clone_cache_list(row->caches()), cache_key(*row));
       row->begin_decoding();

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "engine/cached_prompt.h"
+
 namespace mlx_cpp {
 namespace mx = mlx::core;
 namespace {
@@ -64,7 +66,8 @@ void Sequence::start(CacheList caches, int cached) {
   caches_ = std::move(caches);
   cached_prompt_tokens_ = cached;
   prefilled_ = cached;
-  result_.cached_prompt_tokens = cached;
+  result_.cached_prompt_tokens =
+      cached + (request_.cached_prompt ? request_.cached_prompt->tokens : 0);
   history_.assign(request_.prompt_ids.begin(), request_.prompt_ids.begin() + cached);
   state_ = SequenceState::prefilling;
 }

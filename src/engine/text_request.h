@@ -13,6 +13,7 @@ namespace mlx_cpp {
 namespace grammar {
 class CompiledGrammar;
 }
+struct CachedPrompt;
 
 struct TextRequest {
   std::vector<int> prompt_ids;  // already tokenized (see ModelRuntime::encode / render_chat)
@@ -26,6 +27,10 @@ struct TextRequest {
   // How long the model may think before the engine closes its think block
   // (not applied to a request held to a grammar: the grammar decides).
   ThinkingBudget thinking;
+  // Caches of a prompt prefilled earlier (engine/cached_prompt.h) that this
+  // request continues from; prompt_ids then hold only what follows them.
+  // The prefix cache neither serves nor keeps such a request.
+  std::shared_ptr<const CachedPrompt> cached_prompt;
 };
 
 struct TokenLogprob {

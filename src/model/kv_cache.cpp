@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "io/error.h"
 #include "model/quantized_kv_cache.h"
 
 namespace mlx_cpp {
@@ -126,6 +127,11 @@ std::vector<mx::array> StandardKvCache::state() const {
 std::unique_ptr<KvCache> StandardKvCache::clone() const {
   storage_shared_ = true;
   return std::make_unique<StandardKvCache>(*this);
+}
+
+CacheState StandardKvCache::saved_state() const {
+  if (!keys_) throw Error("a KV cache that holds no tokens has no state to save");
+  return {"KVCache", {{"0", *keys_}, {"1", *values_}, {"2", offset_}}};
 }
 
 std::unique_ptr<KvCache> StandardKvCache::quantized(const KvQuantization& quantization) const {
@@ -296,6 +302,17 @@ std::vector<mx::array> RotatingKvCache::state() const {
 
 std::unique_ptr<KvCache> RotatingKvCache::clone() const {
   return std::make_unique<RotatingKvCache>(*this);
+}
+
+CacheState RotatingKvCache::saved_state() const {
+  if (!keys_) throw Error("a KV cache that holds no tokens has no state to save");
+  return {"RotatingKVCache",
+          {{"0", *keys_},
+           {"1", *values_},
+           {"2", offset_},
+           {"3", keep_},
+           {"4", max_size_},
+           {"5", index_}}};
 }
 
 // ---- Cache lists -----------------------------------------------------------

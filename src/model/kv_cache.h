@@ -23,6 +23,20 @@ struct KvQuantization {
 
 class QuantizedKvCache;
 
+// One item of a cache's saved state: an array, or an integer that mlx-lm
+// keeps as a Python int (offsets, sizes).
+using CacheStateItem = std::variant<mlx::core::array, int>;
+
+// A cache's contents as mlx-lm's caches give them (their `state`), its items
+// named as mlx.utils.tree_flatten names them ("0", "2", "0.1" for the
+// second part of a packed tensor): files of cached prompts
+// (model/prompt_cache_file.h) are written from it, and cache_from_state()
+// makes the cache again.
+struct CacheState {
+  std::string kind;  // mlx-lm's class: KVCache, RotatingKVCache or QuantizedKVCache
+  std::vector<std::pair<std::string, CacheStateItem>> items;
+};
+
 // What attention should mask: nothing, the fused causal mode, or an
 // explicit boolean mask array (true = attend).
 struct AttentionMask {
@@ -88,6 +102,9 @@ class KvCache {
   // Arrays to evaluate after a prefill chunk (the cache's state).
   virtual std::vector<mlx::core::array> state() const = 0;
   virtual std::unique_ptr<KvCache> clone() const = 0;
+  // The contents as mlx-lm saves them (storage with its spare capacity,
+  // offsets, parameters). Throws Error before the first update.
+  virtual CacheState saved_state() const = 0;
   // Storage with room for one more token, grown as update_and_fetch would
   // grow it; nullopt where this cache has none to give (its kind, or no
   // storage yet), and the step then takes update_and_fetch.
@@ -100,6 +117,10 @@ class KvCache {
 // Grows in 256-token steps; trimming only moves the offset.
 class StandardKvCache : public KvCache {
  public:
+  StandardKvCache() = default;
+  // Storage [B, kv_heads, capacity, head_dim] holding `offset` tokens.
+  StandardKvCache(const mlx::core::array& keys, const mlx::core::array& values, int offset)
+      : keys_(keys), values_(values), offset_(offset) {}
   std::pair<mlx::core::array, mlx::core::array> update_and_fetch(
       const mlx::core::array& keys, const mlx::core::array& values) override;
   AttentionMask make_mask(int length, std::optional<int> window_size) const override;
@@ -112,6 +133,7 @@ class StandardKvCache : public KvCache {
   std::string signature() const override { return "kv"; }
   std::vector<mlx::core::array> state() const override;
   std::unique_ptr<KvCache> clone() const override;
+  CacheState saved_state() const override;
   std::unique_ptr<KvCache> quantized(const KvQuantization& quantization) const override;
   std::optional<DecodeSlot> decode_slot() override;
   void commit_decode(const mlx::core::array& keys, const mlx::core::array& values) override;
@@ -136,6 +158,15 @@ class StandardKvCache : public KvCache {
 class RotatingKvCache : public KvCache {
  public:
   explicit RotatingKvCache(int max_size, int keep = 0);
+  // A ring as saved: storage in ring order, tokens seen, next write index.
+  RotatingKvCache(int max_size, int keep, const mlx::core::array& keys,
+                  const mlx::core::array& values, int offset, int index)
+      : max_size_(max_size),
+        keep_(keep),
+        keys_(keys),
+        values_(values),
+        offset_(offset),
+        index_(index) {}
   std::pair<mlx::core::array, mlx::core::array> update_and_fetch(
       const mlx::core::array& keys, const mlx::core::array& values) override;
   std::pair<mlx::core::array, mlx::core::array> update_and_fetch_in_ring_order(
@@ -151,6 +182,7 @@ class RotatingKvCache : public KvCache {
   std::string signature() const override;
   std::vector<mlx::core::array> state() const override;
   std::unique_ptr<KvCache> clone() const override;
+  CacheState saved_state() const override;
 
   static constexpr int kStep = 256;
 
@@ -185,5 +217,10 @@ bool all_trimmable(const CacheList& caches);
 std::string cache_list_signature(const CacheList& caches);
 size_t cache_list_bytes(const CacheList& caches);
 CacheList clone_cache_list(const CacheList& caches);
+
+// The cache a saved state describes, its items checked (kinds, names,
+// shapes, dtypes, offsets within the storage); throws Error naming what is
+// wrong.
+std::unique_ptr<KvCache> cache_from_state(const CacheState& state);
 
 }  // namespace mlx_cpp

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "io/error.h"
+
 namespace mlx_cpp {
 namespace mx = mlx::core;
 namespace {
@@ -147,6 +149,20 @@ std::vector<mx::array> QuantizedKvCache::state() const {
   if (!keys_) return {};
   return {keys_->packed,   keys_->scales,   keys_->biases,
           values_->packed, values_->scales, values_->biases};
+}
+
+CacheState QuantizedKvCache::saved_state() const {
+  if (!keys_) throw Error("a KV cache that holds no tokens has no state to save");
+  return {"QuantizedKVCache",
+          {{"0.0", keys_->packed},
+           {"0.1", keys_->scales},
+           {"0.2", keys_->biases},
+           {"1.0", values_->packed},
+           {"1.1", values_->scales},
+           {"1.2", values_->biases},
+           {"2", offset_},
+           {"3", quantization_.group_size},
+           {"4", quantization_.bits}}};
 }
 
 std::unique_ptr<KvCache> QuantizedKvCache::clone() const {

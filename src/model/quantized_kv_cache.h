@@ -21,6 +21,9 @@ class QuantizedKvCache : public KvCache {
   // A float cache's storage quantized whole (mlx-lm's to_quantized).
   QuantizedKvCache(KvQuantization quantization, const mlx::core::array& keys,
                    const mlx::core::array& values, int offset);
+  // Packed storage as saved, holding `offset` tokens.
+  QuantizedKvCache(KvQuantization quantization, PackedKv keys, PackedKv values, int offset)
+      : quantization_(quantization), keys_(keys), values_(values), offset_(offset) {}
 
   // Quantizes the new keys/values into the storage; returns everything to
   // attend over, packed.
@@ -42,6 +45,7 @@ class QuantizedKvCache : public KvCache {
   std::string signature() const override;
   std::vector<mlx::core::array> state() const override;
   std::unique_ptr<KvCache> clone() const override;
+  CacheState saved_state() const override;
 
   static constexpr int kStep = 256;
 
