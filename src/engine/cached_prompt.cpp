@@ -73,6 +73,23 @@ void check_layer(const KvCache& cache, const KvCache& made, const LayerShape& sh
                 dtype_name(shape.dtype));
 }
 
+// The cache with its float arrays (storage, or scales and biases) cast to
+// `dtype`; packed codes stay as they are.
+std::unique_ptr<KvCache> cast_cache(const KvCache& cache, mx::Dtype dtype) {
+  auto state = cache.saved_state();
+  for (auto& [name, item] : state.items)
+    if (auto* array = std::get_if<mx::array>(&item); array && array->dtype() != mx::uint32)
+      item = mx::astype(*array, dtype);
+  return cache_from_state(state);
+}
+
+// The dtype of a cache's float arrays.
+mx::Dtype float_dtype(const KvCache& cache) {
+  const auto state = cache.saved_state();
+  const auto& first = std::get<mx::array>(state.items[cache.quantization() ? 1 : 0].second);
+  return first.dtype();
+}
+
 }  // namespace
 
 void check_cached_prompt(const CacheList& caches, const LanguageModel& model,
@@ -107,6 +124,14 @@ std::shared_ptr<const CachedPrompt> cached_prompt_from(PromptCacheContents conte
                                                        const KvCacheScheme& scheme,
                                                        const std::string& source) {
   try {
+    // The fast path keeps float32 keys as float16 (model/dense_transformer.h):
+    // a file the other path wrote is cast to what this one keeps.
+    if (contents.caches.size() == model.make_caches().size()) {
+      const auto shapes = layer_shapes(model);
+      for (std::size_t layer = 0; layer < shapes.size(); ++layer)
+        if (float_dtype(*contents.caches[layer]) != shapes[layer].dtype)
+          contents.caches[layer] = cast_cache(*contents.caches[layer], shapes[layer].dtype);
+    }
     check_cached_prompt(contents.caches, model, scheme);
   } catch (const Error& error) {
     throw Error("prompt cache " + source + ": " + error.what());

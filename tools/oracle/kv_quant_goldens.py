@@ -16,8 +16,15 @@ keep some layers in float (mlx-cpp's --kv-float-layers). A model whose
 attention cannot read a quantized cache (mlx-lm raises) is recorded as
 refused; mlx-cpp must refuse it too.
 
-Writes --out/<case>/model, goldens.json and logits.safetensors, plus
-manifest.json. Goldens are machine-specific: generated where they are
+Prompt-cache files too: the first PREFIX_LENGTH prompt tokens prefilled by
+generate_step(max_tokens=0) (as mlx_lm.cache_prompt does) and saved by
+save_prompt_cache, in float and quantized; then load_prompt_cache and
+generate_step continue with the rest of the prompt, their logits recorded
+(as mlx_lm.generate --prompt-cache-file continues).
+
+Writes --out/<case>/model, goldens.json, logits.safetensors and
+prompt_cache_<scheme>.safetensors (with prompt_cache_logits.safetensors),
+plus manifest.json. Goldens are machine-specific: generated where they are
 checked, never committed.
 """
 import argparse
@@ -28,7 +35,8 @@ from pathlib import Path
 
 import mlx.core as mx
 from mlx_lm.generate import generate_step
-from mlx_lm.models.cache import RotatingKVCache
+from mlx_lm.models.cache import (RotatingKVCache, load_prompt_cache, make_prompt_cache,
+                                 save_prompt_cache)
 from mlx_lm.utils import load_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -102,6 +110,36 @@ def run(model, prompt, scheme):
     return tokens, mx.concatenate(recorded, axis=0)
 
 
+PREFIX_LENGTH = 24
+# name: kv_bits, kv_group_size, quantized_kv_start
+PROMPT_CACHE_SCHEMES = {"float": (None, 64, 0), "b4_g32": (4, 32, 0)}
+
+
+def prompt_cache_case(model, prompt, case_dir, scheme_name):
+    bits, group, start = PROMPT_CACHE_SCHEMES[scheme_name]
+    mlx_generate.maybe_quantize_kv_cache = layer_policy([])
+    cache = make_prompt_cache(model)
+    for _ in generate_step(mx.array(prompt[:PREFIX_LENGTH]), model, max_tokens=0,
+                           prompt_cache=cache, kv_bits=bits, kv_group_size=group,
+                           quantized_kv_start=start):
+        pass
+    path = case_dir / f"prompt_cache_{scheme_name}.safetensors"
+    save_prompt_cache(str(path), cache, {"model": "tiny", "tokenizer_config": "{}"})
+    recorded = []
+
+    def recorder(tokens, logits):
+        recorded.append(logits)
+        return logits
+
+    tokens = []
+    for token, _ in generate_step(mx.array(prompt[PREFIX_LENGTH:]), model, max_tokens=STEPS,
+                                  prompt_cache=load_prompt_cache(str(path)),
+                                  logits_processors=[recorder], kv_bits=bits,
+                                  kv_group_size=group, quantized_kv_start=start):
+        tokens.append(int(token))
+    return tokens, mx.concatenate(recorded, axis=0)
+
+
 def make_case(out, index, arch, quant_name, quant, dtype):
     name = f"{arch}_{quant_name}"
     case_dir = out / name
@@ -127,6 +165,19 @@ def make_case(out, index, arch, quant_name, quant, dtype):
     if arrays:
         mx.eval(arrays)
         mx.save_safetensors(str(case_dir / "logits.safetensors"), arrays)
+    goldens["prompt_cache"] = {"prefix_length": PREFIX_LENGTH, "schemes": {}}
+    continued = {}
+    for scheme_name, (bits, group, start) in PROMPT_CACHE_SCHEMES.items():
+        entry = dict(bits=bits, group_size=group, start=start)
+        try:
+            entry["greedy"], continued[scheme_name] = prompt_cache_case(
+                model, prompt, case_dir, scheme_name)
+        except Exception as error:  # mlx-lm's module cannot read a quantized cache
+            entry["mlx_lm_error"] = f"{type(error).__name__}: {error}"
+        goldens["prompt_cache"]["schemes"][scheme_name] = entry
+    if continued:
+        mx.eval(continued)
+        mx.save_safetensors(str(case_dir / "prompt_cache_logits.safetensors"), continued)
     (case_dir / "goldens.json").write_text(json.dumps(goldens))
     return name
 
