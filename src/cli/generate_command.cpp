@@ -58,6 +58,7 @@ void print_stats(const TextResult& result) {
   std::fprintf(stderr, "Prompt: %d tokens (%d cached), %.3f tokens-per-sec\n",
                stats.prompt_tokens + result.cached_prompt_tokens, result.cached_prompt_tokens,
                stats.prompt_tokens_per_second());
+  std::fprintf(stderr, "Time to first token: %.3f s\n", stats.prompt_seconds);
   std::fprintf(stderr, "Generation: %d tokens, %.3f tokens-per-sec\n", stats.generated_tokens,
                stats.generation_tokens_per_second());
   if (stats.draft_proposed > 0)

@@ -64,10 +64,10 @@ TEST(DecodeTraffic, WeightsAreEveryTensorButAnUntiedEmbedding) {
 
 TEST(DecodeTraffic, TheFastPathCountsFloat32FactorsAsTheFloat16ItReads) {
   auto golden = testing::GoldenCase::load("qwen2_q4f32");  // tied, float32 scales and biases
-  const size_t stock = load_model(golden.model_directory, {KernelMode::stock})
-                           .model->weight_bytes_per_token();
-  const size_t fast = load_model(golden.model_directory, {KernelMode::fast})
-                          .model->weight_bytes_per_token();
+  const size_t stock =
+      load_model(golden.model_directory, {KernelMode::stock}).model->weight_bytes_per_token();
+  const size_t fast =
+      load_model(golden.model_directory, {KernelMode::fast}).model->weight_bytes_per_token();
   // The projections' scales and biases halve; the tied embedding keeps its own.
   const size_t factors = tensor_bytes(golden, [](const std::string& name) {
     const bool factor = name.ends_with(".scales") || name.ends_with(".biases");

@@ -17,6 +17,7 @@
 #include "../model/golden_case.h"
 #include "engine/scheduler.h"
 #include "io/error.h"
+#include "kv_quant_cases.h"
 #include "model/quantized_kv_cache.h"
 #include "scheduler_harness.h"
 
@@ -27,19 +28,9 @@ using testing::compare_exact;
 using testing::GoldenCase;
 using testing::ScriptedRequest;
 
-constexpr const char* kSuite = "kv_quant_goldens";
+constexpr const char* kSuite = testing::kKvQuantSuite;
 // The fast path's bound on decode-step logits (tests/model/fast_kernels_test).
 constexpr float kDecodeRelativeLogitError = 0.10f;
-
-std::vector<std::string> cases() {
-  std::vector<std::string> names;
-  for (const auto& name : testing::model_golden_cases()) {
-    const auto quant = name.substr(name.rfind('_') + 1);
-    if (quant == "bf16" || quant == "f32" || quant == "q4") names.push_back(name);
-  }
-  names.erase(std::remove(names.begin(), names.end(), "qwen2_q4f32"), names.end());
-  return names;
-}
 
 KvCacheScheme scheme_of(const nlohmann::json& entry) {
   KvCacheScheme scheme;
@@ -194,7 +185,7 @@ TEST_P(KvQuantParity, FastPathKeepsTheFastKernelContract) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, KvQuantParity, ::testing::ValuesIn(cases()));
+INSTANTIATE_TEST_SUITE_P(Cases, KvQuantParity, ::testing::ValuesIn(testing::kv_quant_cases()));
 
 // Rows under quantized schemes (and one in float) batched on the fast path
 // equal each request run alone, bit for bit.

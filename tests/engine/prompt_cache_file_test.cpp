@@ -19,6 +19,7 @@
 #include "engine/cached_prompt.h"
 #include "engine/scheduler.h"
 #include "io/error.h"
+#include "kv_quant_cases.h"
 #include "scheduler_harness.h"
 
 namespace mlx_cpp {
@@ -29,18 +30,8 @@ using testing::compare_exact;
 using testing::GoldenCase;
 using testing::ScriptedRequest;
 
-constexpr const char* kSuite = "kv_quant_goldens";
+constexpr const char* kSuite = testing::kKvQuantSuite;
 constexpr int kSteps = 8;
-
-std::vector<std::string> cases() {
-  std::vector<std::string> names;
-  for (const auto& name : testing::model_golden_cases()) {
-    const auto quant = name.substr(name.rfind('_') + 1);
-    if (quant == "bf16" || quant == "f32" || quant == "q4") names.push_back(name);
-  }
-  names.erase(std::remove(names.begin(), names.end(), "qwen2_q4f32"), names.end());
-  return names;
-}
 
 KvCacheScheme scheme_of(const nlohmann::json& entry) {
   KvCacheScheme scheme;
@@ -195,14 +186,14 @@ TEST_P(PromptCacheParity, OwnFileHoldsWhatMlxLmsHolds) {
   EXPECT_GT(files, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, PromptCacheParity, ::testing::ValuesIn(cases()));
+INSTANTIATE_TEST_SUITE_P(Cases, PromptCacheParity, ::testing::ValuesIn(testing::kv_quant_cases()));
 
 // ---- Bad files ----------------------------------------------------------
 
 class BadPromptCacheFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    golden_ = GoldenCase::load(cases().front(), kSuite);
+    golden_ = GoldenCase::load(testing::kv_quant_cases().front(), kSuite);
     good_ = golden_.directory / "prompt_cache_float.safetensors";
     auto [arrays, metadata] = mx::load_safetensors(good_.string());
     arrays_ = arrays;

@@ -152,7 +152,8 @@ INSTANTIATE_TEST_SUITE_P(AllArchitectures, FastGreedySpeculation,
 class StockSpeculationParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(StockSpeculationParity, EqualsMlxLmSpeculativeGenerateStep) {
-  const auto directory = std::filesystem::path(MLX_CPP_GOLDENS) / "speculative_goldens" / GetParam();
+  const auto directory =
+      std::filesystem::path(MLX_CPP_GOLDENS) / "speculative_goldens" / GetParam();
   std::ifstream stream(directory / "goldens.json");
   ASSERT_TRUE(stream) << "missing goldens in " << directory;
   const auto goldens = nlohmann::json::parse(stream);
