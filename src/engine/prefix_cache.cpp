@@ -4,77 +4,66 @@
 
 namespace mlx_cpp {
 
-void PrefixCache::consider(const std::vector<TokenTrie::Id>& ids, std::size_t length,
-                           bool trimmable, EntryList::iterator& best,
-                           std::size_t& best_length) const {
-  for (TokenTrie::Id id : ids) {
-    const auto entry = by_id_.at(id);
-    if (entry->trimmable != trimmable) continue;
-    const bool longer = length > best_length;
-    const bool as_long_and_newer =
-        length == best_length && best != entries_.end() && entry->last_used > best->last_used;
-    if (longer || as_long_and_newer) {
-      best = entry;
-      best_length = length;
-    }
-  }
-}
-
 std::optional<PrefixCache::Hit> PrefixCache::lookup(const std::vector<int>& prompt,
                                                     const std::string& signature) {
-  if (prompt.size() < 2) return std::nullopt;
-  const auto trie = tries_.find(signature);
-  if (trie == tries_.end()) return std::nullopt;
-  // The prompt's last token is always computed again: it yields the first
-  // logits.
-  const auto levels = trie->second.walk(prompt, prompt.size() - 1);
-  auto best = entries_.end();
-  std::size_t best_length = 0;
-  // Trimmable caches serve any common prefix: those through the deepest
-  // level that has one. Others serve only themselves: those ending on the
-  // prompt's path.
-  for (auto level = levels.rbegin(); level != levels.rend() && best == entries_.end(); ++level)
-    consider(level->passing, level->depth, true, best, best_length);
-  for (const auto& level : levels)
-    if (!level.ending.empty()) consider(level.ending, level.depth, false, best, best_length);
-  if (best == entries_.end()) return std::nullopt;
-  best->last_used = ++clock_;
-  entries_.splice(entries_.begin(), entries_, best);  // most recently used
-  Hit hit{static_cast<int>(best_length), clone_cache_list(best->caches)};
-  const int drop = static_cast<int>(best->tokens.size() - best_length);
+  auto match = index_.best(prompt, signature);
+  if (tier_) {
+    // A file on disk that serves more of the prompt is loaded and becomes
+    // an entry here (the one the lookup then finds).
+    if (auto found = tier_->fetch(prompt, signature, match ? match->length : 0)) {
+      insert(std::move(found->tokens), std::move(found->caches), signature, /*on_disk=*/true);
+      match = index_.best(prompt, signature);
+    }
+  }
+  if (!match) return std::nullopt;
+  auto entry = by_id_.at(match->id);
+  index_.touch(entry->id);
+  entries_.splice(entries_.begin(), entries_, entry);  // most recently used
+  Hit hit{static_cast<int>(match->length), clone_cache_list(entry->caches)};
+  const int drop = static_cast<int>(entry->tokens.size() - match->length);
   if (drop > 0)
     for (auto& cache : hit.caches) cache->trim(drop);
   return hit;
 }
 
 void PrefixCache::insert(std::vector<int> tokens, CacheList caches, const std::string& signature) {
+  insert(std::move(tokens), std::move(caches), signature, /*on_disk=*/false);
+}
+
+void PrefixCache::insert(std::vector<int> tokens, CacheList caches, const std::string& signature,
+                         bool on_disk) {
   if (tokens.empty() || caches.empty() || byte_cap_ == 0) return;
+  if (const auto same = index_.exact(tokens, signature)) erase(by_id_.at(*same));
   Entry entry;
-  entry.signature = signature;
-  auto& trie = tries_[entry.signature];
-  if (const auto* same = trie.exact(tokens); same && !same->empty())
-    erase(by_id_.at(same->front()));
   entry.id = next_id_++;
+  entry.signature = signature;
   entry.tokens = std::move(tokens);
-  entry.trimmable = all_trimmable(caches);
   entry.bytes = cache_list_bytes(caches);
   entry.caches = std::move(caches);
-  entry.last_used = ++clock_;
+  entry.on_disk = on_disk;
   bytes_ += entry.bytes;
-  tries_[entry.signature].insert(entry.id, entry.tokens);
+  index_.insert(entry.id, entry.tokens, entry.signature, all_trimmable(entry.caches));
   entries_.push_front(std::move(entry));
   by_id_[entries_.front().id] = entries_.begin();
   evict_to(byte_cap_);
 }
 
 void PrefixCache::clear() {
-  evict_to(0);
+  while (!entries_.empty()) erase(std::prev(entries_.end()));
+}
+
+void PrefixCache::flush() {
+  if (!tier_) return;
+  for (auto& entry : entries_) {
+    if (entry.on_disk) continue;
+    tier_->spill(entry.tokens, entry.caches, entry.signature);
+    entry.on_disk = true;
+  }
+  tier_->flush();
 }
 
 void PrefixCache::erase(EntryList::iterator entry) {
-  auto trie = tries_.find(entry->signature);
-  trie->second.erase(entry->id, entry->tokens);
-  if (trie->second.empty()) tries_.erase(trie);
+  index_.erase(entry->id);
   by_id_.erase(entry->id);
   bytes_ -= entry->bytes;
   entries_.erase(entry);
@@ -82,8 +71,12 @@ void PrefixCache::erase(EntryList::iterator entry) {
 
 void PrefixCache::evict_to(std::size_t cap) {
   while (!entries_.empty() &&
-         (bytes_ > cap || (max_entries_ > 0 && entries_.size() > max_entries_)))
-    erase(std::prev(entries_.end()));
+         (bytes_ > cap || (max_entries_ > 0 && entries_.size() > max_entries_))) {
+    auto last = std::prev(entries_.end());
+    // What leaves memory goes down a tier, if there is one.
+    if (tier_ && !last->on_disk) tier_->spill(last->tokens, last->caches, last->signature);
+    erase(last);
+  }
 }
 
 }  // namespace mlx_cpp

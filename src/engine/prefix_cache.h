@@ -10,16 +10,36 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
-#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "engine/token_trie.h"
+#include "engine/prefix_index.h"
 #include "model/kv_cache.h"
 
 namespace mlx_cpp {
+
+// A slower store under the prefix cache (the SSD tier, engine/ssd_cache.h):
+// entries that leave memory go down to it, and a lookup asks it for a
+// longer prefix than memory holds.
+class PrefixCacheTier {
+ public:
+  virtual ~PrefixCacheTier() = default;
+  struct Found {
+    std::vector<int> tokens;  // the stored sequence, whole
+    CacheList caches;
+  };
+  // Keeps a copy of the entry (called on the thread that owns the caches).
+  virtual void spill(const std::vector<int>& tokens, const CacheList& caches,
+                     const std::string& signature) = 0;
+  // An entry that serves more than `longer_than` tokens of `prompt`
+  // (PrefixIndex::best's rules), loaded and checked; nullopt when none.
+  virtual std::optional<Found> fetch(const std::vector<int>& prompt, const std::string& signature,
+                                     std::size_t longer_than) = 0;
+  // Returns once everything spilled so far is stored.
+  virtual void flush() = 0;
+};
 
 class PrefixCache {
  public:
@@ -34,15 +54,22 @@ class PrefixCache {
   // The longest usable cached prefix of `prompt`, shorter than the prompt
   // (its last token is always computed again: it yields the first logits).
   // Trimmable caches serve any common prefix; others (a sliding window
-  // past its size) only a prefix that is a whole entry.
+  // past its size) only a prefix that is a whole entry. With a tier, a
+  // longer prefix there is loaded into memory first.
   std::optional<Hit> lookup(const std::vector<int>& prompt, const std::string& signature);
   // Stores `caches` (taken) as holding `tokens` under `signature` (what a
   // lookup must name to find them); replaces an entry with the same tokens
-  // and signature, then evicts down to the cap.
+  // and signature, then evicts down to the cap (evicted entries go down to
+  // the tier).
   void insert(std::vector<int> tokens, CacheList caches, const std::string& signature);
+  // Drops every entry held in memory (the tier keeps its own).
   void clear();
   // Evicts least recently used entries until at most `bytes` are held.
   void shrink_to(std::size_t bytes) { evict_to(bytes); }
+  // Hands entries that leave memory to `tier` (not owned; null: none).
+  void set_tier(PrefixCacheTier* tier) { tier_ = tier; }
+  // Copies every entry the tier lacks down to it and waits until stored.
+  void flush();
 
   std::size_t bytes() const { return bytes_; }
   std::size_t entries() const { return entries_.size(); }
@@ -50,30 +77,27 @@ class PrefixCache {
 
  private:
   struct Entry {
-    TokenTrie::Id id = 0;
+    PrefixIndex::Id id = 0;
     std::vector<int> tokens;
     CacheList caches;
     std::string signature;
-    bool trimmable = false;
     std::size_t bytes = 0;
-    std::uint64_t last_used = 0;  // larger: more recent
+    bool on_disk = false;  // the tier holds it already
   };
   using EntryList = std::list<Entry>;
+  void insert(std::vector<int> tokens, CacheList caches, const std::string& signature,
+              bool on_disk);
   void evict_to(std::size_t cap);
   void erase(EntryList::iterator entry);
-  // Makes the most recently used of the `ids` whose caches are (or are
-  // not) `trimmable` the best match if `length` beats it.
-  void consider(const std::vector<TokenTrie::Id>& ids, std::size_t length, bool trimmable,
-                EntryList::iterator& best, std::size_t& best_length) const;
 
   std::size_t byte_cap_;
   std::size_t max_entries_;
   std::size_t bytes_ = 0;
   EntryList entries_;  // most recently used first
-  std::unordered_map<TokenTrie::Id, EntryList::iterator> by_id_;
-  std::map<std::string, TokenTrie> tries_;  // by cache signature
-  TokenTrie::Id next_id_ = 1;
-  std::uint64_t clock_ = 0;
+  std::unordered_map<PrefixIndex::Id, EntryList::iterator> by_id_;
+  PrefixIndex index_;
+  PrefixIndex::Id next_id_ = 1;
+  PrefixCacheTier* tier_ = nullptr;
 };
 
 }  // namespace mlx_cpp

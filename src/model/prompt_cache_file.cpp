@@ -1,13 +1,12 @@
 #include "model/prompt_cache_file.h"
 
-#include <mlx/io.h>
 #include <mlx/ops.h>
+#include <mlx/transforms.h>
 
 #include <charconv>
 #include <optional>
 #include <unordered_map>
 
-#include "io/durable_file.h"
 #include "io/error.h"
 #include "io/safetensors_file.h"
 
@@ -106,37 +105,54 @@ class Reader {
   std::string file_;
 };
 
+std::string safetensors_dtype(mx::Dtype dtype) {
+  static const std::vector<std::pair<mx::Dtype, const char*>> names = {
+      {mx::bool_, "BOOL"}, {mx::uint8, "U8"},    {mx::uint16, "U16"},    {mx::uint32, "U32"},
+      {mx::uint64, "U64"}, {mx::int8, "I8"},     {mx::int16, "I16"},     {mx::int32, "I32"},
+      {mx::int64, "I64"},  {mx::float16, "F16"}, {mx::bfloat16, "BF16"}, {mx::float32, "F32"}};
+  for (const auto& [candidate, name] : names)
+    if (candidate == dtype) return name;
+  throw Error("a cache array of a dtype safetensors cannot hold");
+}
+
 }  // namespace
 
-void save_prompt_cache(const fs::path& path, const CacheList& caches,
-                       const std::map<std::string, std::string>& metadata) {
-  std::unordered_map<std::string, mx::array> arrays;
-  std::unordered_map<std::string, std::string> header;
-  for (const auto& [key, value] : metadata) header["0." + key] = value;
-  header["2.0"] = "";  // mlx-lm's placeholder that keeps the scalar list non-empty
+SafetensorsImage prompt_cache_image(const CacheList& caches,
+                                    const std::map<std::string, std::string>& metadata) {
+  std::vector<std::pair<std::string, mx::array>> arrays;
+  SafetensorsImage image;
+  for (const auto& [key, value] : metadata) image.metadata["0." + key] = value;
+  image.metadata["2.0"] = "";  // mlx-lm's placeholder that keeps the scalar list non-empty
   int scalars = 0;
   for (std::size_t layer = 0; layer < caches.size(); ++layer) {
     const auto state = caches[layer]->saved_state();
-    header["1." + std::to_string(layer)] = state.kind;
+    image.metadata["1." + std::to_string(layer)] = state.kind;
     for (const auto& [item, value] : state.items) {
       const std::string name = std::to_string(layer) + "." + item;
       if (const auto* array = std::get_if<mx::array>(&value)) {
-        arrays.emplace(name, *array);
+        arrays.emplace_back(name, mx::contiguous(*array));
       } else {
-        arrays.emplace(name, mx::array(std::get<int>(value)));
+        arrays.emplace_back(name, mx::array(std::get<int>(value)));
         const std::string entry = "2." + std::to_string(++scalars);
-        header[entry + ".0"] = name;
-        header[entry + ".1"] = "scalar";
+        image.metadata[entry + ".0"] = name;
+        image.metadata[entry + ".1"] = "scalar";
       }
     }
   }
-  write_durably(path, [&](const fs::path& temporary) {
-    try {
-      mx::save_safetensors(temporary.string(), arrays, header);
-    } catch (const std::exception& error) {
-      throw Error("cannot write prompt cache " + path.string() + ": " + error.what());
-    }
-  });
+  std::vector<mx::array> values;
+  for (const auto& [name, array] : arrays) values.push_back(array);
+  mx::eval(values);
+  for (const auto& [name, array] : arrays) {
+    std::vector<int64_t> shape(array.shape().begin(), array.shape().end());
+    image.add(name, safetensors_dtype(array.dtype()), shape, array.data<std::uint8_t>(),
+              array.nbytes());
+  }
+  return image;
+}
+
+void save_prompt_cache(const fs::path& path, const CacheList& caches,
+                       const std::map<std::string, std::string>& metadata) {
+  prompt_cache_image(caches, metadata).write(path);
 }
 
 PromptCacheContents load_prompt_cache(const fs::path& path) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "io/safetensors_image.h"
 #include "model/kv_cache.h"
 
 namespace mlx_cpp {
@@ -17,6 +18,12 @@ struct PromptCacheContents {
   CacheList caches;
   std::map<std::string, std::string> metadata;  // the caller's strings
 };
+
+// The file of `caches` (each holding tokens) with `metadata`, in memory:
+// evaluates the caches and copies their bytes, so it may be written from
+// any thread afterwards.
+SafetensorsImage prompt_cache_image(const CacheList& caches,
+                                    const std::map<std::string, std::string>& metadata);
 
 // Writes `caches` (each holding tokens) with `metadata` durably
 // (io/durable_file.h). mlx-lm's generate needs the keys "model" and
