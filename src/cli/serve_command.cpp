@@ -37,6 +37,7 @@ struct ServeArguments {
   SchedulerOptions scheduling;
   std::string prompt_cache_bytes = "auto";
   std::string memory_budget = "auto";
+  std::string ssd_cache_bytes = "17179869184";  // 16 GiB
   SpeculativeArguments speculative;
   KvCacheArguments kv_cache;
   std::string tool_call_format = "auto";
@@ -138,6 +139,7 @@ void run_serve(const ServeArguments& args) {
   scheduling.memory_budget =
       parse_bytes("--memory-budget", args.memory_budget, automatic_memory_budget());
   scheduling.keep_draft_calibration = true;
+  scheduling.ssd_cache_bytes = parse_bytes("--ssd-cache-bytes", args.ssd_cache_bytes, 0);
   const server::SchedulerBackend::RequestDefaults defaults{args.speculative.to_options(),
                                                            args.kv_cache.to_scheme()};
   const auto draft_directory = args.speculative.draft_directory();
@@ -256,6 +258,13 @@ void register_serve_command(CLI::App& app) {
   command
       ->add_option("--prompt-cache-bytes", args->prompt_cache_bytes,
                    "Prefix cache size in bytes, 0 for none (auto: a quarter of free memory)")
+      ->capture_default_str();
+  command->add_option("--ssd-cache", args->scheduling.ssd_cache_directory,
+                      "Keep prompt-cache entries evicted from memory in this folder, and load "
+                      "them instead of prefilling");
+  command
+      ->add_option("--ssd-cache-bytes", args->ssd_cache_bytes,
+                   "Bytes of files the SSD cache may hold (least recently used go first)")
       ->capture_default_str();
   command->add_option("--cors-origin", config.cors_origin,
                       "Allow browser requests from this origin ('*' for any)");

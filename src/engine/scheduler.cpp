@@ -27,6 +27,18 @@ int prefill_chunk_of(const ModelRuntime& runtime, const SchedulerOptions& option
                                    : default_prefill_step(runtime.kernels());
 }
 
+std::unique_ptr<SsdCache> make_ssd_cache(const ModelRuntime& runtime,
+                                         const SchedulerOptions& options) {
+  if (options.ssd_cache_directory.empty()) return nullptr;
+  if (options.prompt_cache_bytes == 0)
+    throw Error(
+        "the SSD cache is a tier under the prefix cache: it needs one (prompt cache bytes)");
+  const auto& directory = runtime.loaded().directory;
+  return std::make_unique<SsdCache>(
+      SsdCacheOptions{options.ssd_cache_directory, options.ssd_cache_bytes,
+                      model_identity(directory), std::filesystem::absolute(directory).string()});
+}
+
 }  // namespace
 
 Scheduler::Scheduler(const ModelRuntime& runtime, SchedulerOptions options,
@@ -36,7 +48,9 @@ Scheduler::Scheduler(const ModelRuntime& runtime, SchedulerOptions options,
       draft_(draft),
       prefill_chunk_(prefill_chunk_of(runtime, options)),
       admission_(runtime.model(), options.memory_budget, runtime.context_size(), prefill_chunk_),
+      ssd_cache_(make_ssd_cache(runtime, options)),
       prefix_cache_(options.prompt_cache_bytes, options.prompt_cache_entries) {
+  prefix_cache_.set_tier(ssd_cache_.get());
   if (options_.max_batch < 1) throw Error("max_batch must be at least 1");
   if (options_.prefill_batch < 1) throw Error("prefill_batch must be at least 1");
   if (draft_) check_draft_compatible(runtime, *draft_);
@@ -132,6 +146,10 @@ SchedulerCounts Scheduler::counts() const {
   counts.weight_bytes = admission_.weight_bytes();
   counts.prefix_cache_bytes = prefix_cache_.bytes();
   counts.prefix_cache_entries = prefix_cache_.entries();
+  if (ssd_cache_) {
+    counts.ssd_cache = ssd_cache_->counts();
+    counts.ssd_cache_enabled = true;
+  }
   return counts;
 }
 

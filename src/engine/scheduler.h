@@ -11,6 +11,7 @@
 // on their own). Not thread-safe: one thread calls everything.
 #include <cstddef>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@
 #include "engine/prefix_cache.h"
 #include "engine/sequence.h"
 #include "engine/speculative/draft_schedule.h"
+#include "engine/ssd_cache.h"
 #include "engine/window_phase.h"
 
 namespace mlx_cpp {
@@ -31,6 +33,11 @@ struct SchedulerOptions {
   int prefill_chunk = 0;  // prompt tokens per sequence per step (0 = the kernels' default step)
   std::size_t prompt_cache_bytes = 0;    // prefix cache cap (0 = no prefix cache)
   std::size_t prompt_cache_entries = 0;  // and at most this many entries (0 = no limit)
+  // The SSD tier under the prefix cache (engine/ssd_cache.h): entries
+  // evicted from memory are kept in this folder, up to ssd_cache_bytes
+  // (empty: no tier; needs a prefix cache).
+  std::filesystem::path ssd_cache_directory;
+  std::size_t ssd_cache_bytes = std::size_t(16) << 30;
   // Bytes for weights, running sequences' caches and the prefix cache
   // (0 = no limit): max_tokens is capped to fit, a request that cannot
   // generate one token is refused, and waiting sequences are admitted as
@@ -48,6 +55,8 @@ struct SchedulerCounts {
   std::size_t kv_reserved_bytes = 0;  // what they may grow to (prompt + max_tokens)
   std::size_t memory_budget = 0, weight_bytes = 0;
   std::size_t prefix_cache_bytes = 0, prefix_cache_entries = 0;
+  SsdCacheCounts ssd_cache;  // zeros without the tier
+  bool ssd_cache_enabled = false;
 };
 
 class Scheduler {
@@ -75,6 +84,9 @@ class Scheduler {
   SchedulerCounts counts() const;
   const SchedulerOptions& options() const { return options_; }
   PrefixCache& prefix_cache() { return prefix_cache_; }
+  // Copies every prefix-cache entry the SSD tier lacks down to it and
+  // waits until all is on disk (no-op without the tier).
+  void flush_prompt_cache() { prefix_cache_.flush(); }
 
  private:
   // Sequences decoding, batched or speculating.
@@ -125,6 +137,8 @@ class Scheduler {
   // Decoding by speculative steps, each on its own (engine/speculative/).
   std::vector<std::unique_ptr<Sequence>> speculating_;
   std::map<DraftKind, std::unique_ptr<DraftSchedule>> schedules_;
+  // Before the prefix cache, which hands it entries while it lives.
+  std::unique_ptr<SsdCache> ssd_cache_;
   PrefixCache prefix_cache_;
 };
 

@@ -48,6 +48,8 @@ class Backend {
   virtual void step() = 0;
   // Sequences waiting, prefilling, decoding; caches in use (GET /stats).
   virtual SchedulerCounts counts() const = 0;
+  // Puts every cached prompt on disk, where there is an SSD cache.
+  virtual void flush_prompt_cache() {}
 };
 
 // Built on the engine thread (loading can take a while; /health says 503
@@ -108,6 +110,7 @@ class SchedulerBackend : public Backend {
   void cancel(SequenceId id) override { scheduler_.cancel(id); }
   bool has_work() const override { return scheduler_.has_work(); }
   void step() override { scheduler_.step(); }
+  void flush_prompt_cache() override { scheduler_.flush_prompt_cache(); }
   SchedulerCounts counts() const override { return scheduler_.counts(); }
 
  private:

@@ -1,5 +1,6 @@
 #include "server/engine_thread.h"
 
+#include <cstdio>
 #include <ctime>
 #include <iostream>
 
@@ -84,6 +85,7 @@ bool EngineThread::load_backend() {
     backend_ = std::move(backend);
     ready_backend_.store(backend_.get());
     info_ = std::move(info);
+    counts_ = backend_->counts();  // /stats answers before the first step
     if (state_ == EngineState::loading) state_ = EngineState::ready;
   } catch (const std::exception& error) {
     std::lock_guard lock(mutex_);
@@ -148,6 +150,39 @@ void EngineThread::pass_on_cancellations() {
     if (channel->cancelled()) backend_->cancel(id);
 }
 
+void EngineThread::flush_prompt_cache() {
+  std::unique_lock lock(mutex_);
+  if (state_ != EngineState::ready)
+    throw ApiError(503, "unavailable_error", "the model is not ready");
+  const std::uint64_t ticket = ++flushes_requested_;
+  changed_.notify_all();
+  changed_.wait(lock, [&] { return flushes_done_ >= ticket || state_ != EngineState::ready; });
+  if (flushes_done_ < ticket) throw ApiError(503, "unavailable_error", "server is stopping");
+  if (!flush_error_.empty()) throw ApiError(500, "server_error", flush_error_);
+}
+
+void EngineThread::flush_if_requested() {
+  std::uint64_t requested;
+  {
+    std::lock_guard lock(mutex_);
+    requested = flushes_requested_;
+    if (requested == flushes_done_) return;
+  }
+  std::string error;
+  try {
+    backend_->flush_prompt_cache();
+  } catch (const std::exception& failure) {
+    error = failure.what();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    flushes_done_ = requested;
+    flush_error_ = error;
+    counts_ = backend_->counts();  // what the flush answer reports
+  }
+  changed_.notify_all();
+}
+
 void EngineThread::run_loop() {
   if (!load_backend()) return;
   while (true) {
@@ -155,8 +190,10 @@ void EngineThread::run_loop() {
     bool stopping = false;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock,
-                    [this] { return stop_requested_ || !queue_.empty() || !running_.empty(); });
+      changed_.wait(lock, [this] {
+        return stop_requested_ || !queue_.empty() || !running_.empty() ||
+               flushes_requested_ != flushes_done_;
+      });
       incoming.swap(queue_);
       running_count_ += incoming.size();
       stopping = stop_requested_;
@@ -179,7 +216,20 @@ void EngineThread::run_loop() {
       std::lock_guard lock(mutex_);
       counts_ = backend_->counts();
     }
-    if (stopping && running_.empty()) return;
+    flush_if_requested();
+    if (stopping && running_.empty()) {
+      // What the prefix cache holds survives the restart, where there is
+      // an SSD cache: written before the thread ends.
+      try {
+        backend_->flush_prompt_cache();
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "mlx-cpp: flushing the prompt cache at shutdown: %s\n", error.what());
+      }
+      std::lock_guard lock(mutex_);
+      flushes_done_ = flushes_requested_;
+      changed_.notify_all();
+      return;
+    }
   }
 }
 

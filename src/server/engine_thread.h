@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -59,6 +60,11 @@ class EngineThread {
   // The scheduler's counts as of its latest step.
   SchedulerCounts counts() const;
 
+  // Puts every cached prompt on disk where the backend has an SSD cache
+  // (POST /admin/cache/flush): returns once the engine thread did, between
+  // two steps. Throws ApiError 503 unless the model is ready.
+  void flush_prompt_cache();
+
   // Refuses new generations, lets queued and running ones finish for up
   // to `grace`, then cancels what is left (each answer still gets its last
   // events) and joins the thread.
@@ -85,6 +91,10 @@ class EngineThread {
   // Engine thread only: the channel of every submitted sequence.
   std::map<SequenceId, std::shared_ptr<ResultChannel>> running_;
   bool stop_requested_ = false;
+  // Flushes asked for and done (guarded by mutex_).
+  std::uint64_t flushes_requested_ = 0, flushes_done_ = 0;
+  std::string flush_error_;
+  void flush_if_requested();
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   std::thread thread_;

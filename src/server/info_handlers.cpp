@@ -145,4 +145,13 @@ void handle_stats(RouteContext& context, httplib::Response& response) {
   set_json(response, 200, stats_body(engine_load(context.engine)));
 }
 
+void handle_cache_flush(RouteContext& context, httplib::Response& response) {
+  if (!context.engine.counts().ssd_cache_enabled)
+    throw invalid_request("this server keeps no SSD cache (serve --ssd-cache DIR)", "");
+  context.engine.flush_prompt_cache();
+  set_json(
+      response, 200,
+      {{"flushed", true}, {"ssd_cache", stats_body(engine_load(context.engine))["ssd_cache"]}});
+}
+
 }  // namespace mlx_cpp::server

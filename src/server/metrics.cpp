@@ -125,7 +125,16 @@ nlohmann::ordered_json stats_body(const EngineLoad& load) {
             {"weight_bytes", s.weight_bytes},
             {"kv_cache_bytes", s.kv_bytes},
             {"kv_cache_reserved_bytes", s.kv_reserved_bytes}}},
-          {"prefix_cache", {{"bytes", s.prefix_cache_bytes}, {"entries", s.prefix_cache_entries}}}};
+          {"prefix_cache", {{"bytes", s.prefix_cache_bytes}, {"entries", s.prefix_cache_entries}}},
+          {"ssd_cache", s.ssd_cache_enabled
+                            ? nlohmann::ordered_json{{"files", s.ssd_cache.files},
+                                                     {"bytes", s.ssd_cache.bytes},
+                                                     {"written", s.ssd_cache.written},
+                                                     {"write_failures", s.ssd_cache.write_failures},
+                                                     {"dropped", s.ssd_cache.dropped},
+                                                     {"hits", s.ssd_cache.hits},
+                                                     {"rejected", s.ssd_cache.rejected}}
+                            : nlohmann::ordered_json(nullptr)}};
 }
 
 }  // namespace mlx_cpp::server

@@ -77,6 +77,8 @@ void handle_detokenize(RouteContext& context, const httplib::Request& request,
                        httplib::Response& response);
 void handle_metrics(RouteContext& context, httplib::Response& response);
 void handle_stats(RouteContext& context, httplib::Response& response);
+// POST /admin/cache/flush: every cached prompt written to the SSD cache.
+void handle_cache_flush(RouteContext& context, httplib::Response& response);
 
 void register_routes(httplib::Server& http, RouteContext& context);
 

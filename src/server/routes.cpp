@@ -39,6 +39,8 @@ void register_routes(httplib::Server& http, RouteContext& context) {
   http.Get("/metrics",
            guarded([ctx](const auto&, auto& response) { handle_metrics(*ctx, response); }));
   http.Get("/stats", guarded([ctx](const auto&, auto& response) { handle_stats(*ctx, response); }));
+  http.Post("/admin/cache/flush",
+            guarded([ctx](const auto&, auto& response) { handle_cache_flush(*ctx, response); }));
 }
 
 }  // namespace mlx_cpp::server
