@@ -25,13 +25,7 @@ std::string SafetensorsImage::data_sha256() const {
 }
 
 std::string SafetensorsImage::header() const {
-  nlohmann::ordered_json json = nlohmann::ordered_json::object();
-  if (!metadata.empty()) json["__metadata__"] = metadata;
-  for (const auto& [name, tensor] : tensors_)
-    json[name] = {{"dtype", tensor.dtype},
-                  {"shape", tensor.shape},
-                  {"data_offsets", {tensor.begin, tensor.end}}};
-  std::string text = json.dump();
+  std::string text = canonical_header().dump();
   // The data section starts 8-byte aligned, as the format asks.
   text.append((8 - (8 + text.size()) % 8) % 8, ' ');
   std::uint64_t length = text.size();

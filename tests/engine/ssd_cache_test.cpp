@@ -61,6 +61,26 @@ SchedulerOptions options_with(const fs::path& ssd) {
   return options;
 }
 
+// A conversation's two turns: the second prompt extends the first.
+struct Turns {
+  std::vector<int> first, second;
+};
+Turns turns(int seed) {
+  Turns turns{prompt_of(30, seed), prompt_of(30, seed)};
+  for (int id : prompt_of(6, seed + 1)) turns.second.push_back(id);
+  return turns;
+}
+
+// The first turn run on a scheduler with the SSD cache in `directory`, its
+// entry then written.
+void cache_first_turn(const ModelRuntime& runtime, const fs::path& directory,
+                      const std::vector<int>& first) {
+  Scheduler before(runtime, options_with(directory));
+  testing::run_scripted(runtime, before.options(), {request_for(first)}, &before);
+  before.flush_prompt_cache();
+  EXPECT_GE(before.counts().ssd_cache.files, 1u);
+}
+
 class SsdCacheScheduler : public ::testing::TestWithParam<std::string> {};
 
 // A conversation's first turn is cached, the server restarts, the second
@@ -68,15 +88,8 @@ class SsdCacheScheduler : public ::testing::TestWithParam<std::string> {};
 TEST_P(SsdCacheScheduler, EntriesComeBackAfterARestartAsFromMemory) {
   auto runtime = testing::tiny_runtime(GetParam(), KernelMode::stock);
   TemporaryDirectory directory;
-  const auto first = prompt_of(30, 1);
-  auto second = first;
-  for (int id : prompt_of(6, 2)) second.push_back(id);
-  {
-    Scheduler before(*runtime, options_with(directory.path));
-    testing::run_scripted(*runtime, before.options(), {request_for(first)}, &before);
-    before.flush_prompt_cache();
-    EXPECT_GE(before.counts().ssd_cache.files, 1u);
-  }
+  const auto [first, second] = turns(1);
+  cache_first_turn(*runtime, directory.path, first);
   Scheduler after(*runtime, options_with(directory.path));
   auto from_disk =
       testing::run_scripted(*runtime, after.options(), {request_for(second)}, &after).front();
@@ -99,14 +112,8 @@ INSTANTIATE_TEST_SUITE_P(Models, SsdCacheScheduler,
 TEST(SsdCacheFaults, ACorruptedFileIsDeletedAndNeverLoaded) {
   auto runtime = testing::tiny_runtime("llama_bf16", KernelMode::stock);
   TemporaryDirectory directory;
-  const auto first = prompt_of(30, 3);
-  auto second = first;
-  for (int id : prompt_of(6, 4)) second.push_back(id);
-  {
-    Scheduler before(*runtime, options_with(directory.path));
-    testing::run_scripted(*runtime, before.options(), {request_for(first)}, &before);
-    before.flush_prompt_cache();
-  }
+  const auto [first, second] = turns(3);
+  cache_first_turn(*runtime, directory.path, first);
   auto files = files_in(directory.path);
   ASSERT_EQ(files.size(), 1u);
   {
