@@ -8,11 +8,15 @@ std::optional<PrefixCache::Hit> PrefixCache::lookup(const std::vector<int>& prom
                                                     const std::string& signature) {
   auto match = index_.best(prompt, signature);
   if (tier_) {
-    // A file on disk that serves more of the prompt is loaded and becomes
-    // an entry here (the one the lookup then finds).
+    // A file on disk that serves more of the prompt serves the hit, and
+    // becomes an entry here as well (evicted at once if it does not fit).
     if (auto found = tier_->fetch(prompt, signature, match ? match->length : 0)) {
-      insert(std::move(found->tokens), std::move(found->caches), signature, /*on_disk=*/true);
-      match = index_.best(prompt, signature);
+      insert(found->tokens, clone_cache_list(found->caches), signature, /*on_disk=*/true);
+      Hit hit{static_cast<int>(found->length), std::move(found->caches)};
+      const int drop = static_cast<int>(found->tokens.size() - found->length);
+      if (drop > 0)
+        for (auto& cache : hit.caches) cache->trim(drop);
+      return hit;
     }
   }
   if (!match) return std::nullopt;

@@ -29,6 +29,7 @@ class PrefixCacheTier {
   struct Found {
     std::vector<int> tokens;  // the stored sequence, whole
     CacheList caches;
+    std::size_t length = 0;  // prompt tokens it serves
   };
   // Keeps a copy of the entry (called on the thread that owns the caches).
   virtual void spill(const std::vector<int>& tokens, const CacheList& caches,
@@ -55,7 +56,8 @@ class PrefixCache {
   // (its last token is always computed again: it yields the first logits).
   // Trimmable caches serve any common prefix; others (a sliding window
   // past its size) only a prefix that is a whole entry. With a tier, a
-  // longer prefix there is loaded into memory first.
+  // longer prefix there is loaded and serves the hit (and is kept in
+  // memory too when it fits).
   std::optional<Hit> lookup(const std::vector<int>& prompt, const std::string& signature);
   // Stores `caches` (taken) as holding `tokens` under `signature` (what a
   // lookup must name to find them); replaces an entry with the same tokens

@@ -292,11 +292,13 @@ std::optional<PrefixCacheTier::Found> SsdCache::fetch(const std::vector<int>& pr
   PrefixIndex::Id id = 0;
   fs::path path;
   std::vector<int> tokens;
+  std::size_t length = 0;
   {
     std::lock_guard lock(mutex_);
     const auto match = index_.best(prompt, signature);
     if (!match || match->length <= longer_than) return std::nullopt;
     id = match->id;
+    length = match->length;
     path = files_.at(id).path;
     tokens = index_.tokens(id);
   }
@@ -332,7 +334,7 @@ std::optional<PrefixCacheTier::Found> SsdCache::fetch(const std::vector<int>& pr
     file->second.used = fs::file_time_type::clock::now();
     fs::last_write_time(path, file->second.used, error);  // other processes see the use
   }
-  return Found{std::move(tokens), std::move(contents->caches)};
+  return Found{std::move(tokens), std::move(contents->caches), length};
 }
 
 SsdCacheCounts SsdCache::counts() const {

@@ -37,6 +37,9 @@ checks = Checks()
 random.seed(7)
 
 
+cached_tokens = []  # per answer, as the server reported them
+
+
 def ask(server, question, headers=None, max_tokens=10):
     status, body = server.request("POST", "/v1/chat/completions", {
         "messages": [{"role": "system", "content": PREAMBLE},
@@ -44,7 +47,9 @@ def ask(server, question, headers=None, max_tokens=10):
         "max_tokens": max_tokens, "temperature": 0}, headers=headers)
     if status != 200:
         raise RuntimeError(f"{status}: {body}")
-    return json.loads(body)["choices"][0]["message"]["content"]
+    answer = json.loads(body)
+    cached_tokens.append(answer["usage"]["prompt_tokens_details"]["cached_tokens"])
+    return answer["choices"][0]["message"]["content"]
 
 
 def stats(server, headers=None):
@@ -89,14 +94,20 @@ try:
         answers = [ask(first, q) == reference[q] for q in QUESTIONS[:4]]
         checks.check("answers with the SSD cache equal uncached ones", all(answers))
         # The second time, the preamble comes from disk.
+        del cached_tokens[:]
         again = [ask(first, q) == reference[q] for q in QUESTIONS[:4]]
         checks.check("answers from disk equal uncached ones", all(again))
+        checks.check("each was served from disk (cached tokens)", min(cached_tokens) > 100,
+                     str(cached_tokens))
         checks.check("hits counted", stats(first)["hits"] >= 1, str(stats(first)))
     with Server(BINARY, MODEL, *serve_args(folder)) as second:
         before = stats(second)
         checks.check("a restart finds the files", before["files"] >= 1, str(before))
+        del cached_tokens[:]
         restarted = [ask(second, q) == reference[q] for q in QUESTIONS[:4]]
         checks.check("after a restart, answers from disk equal uncached ones", all(restarted))
+        checks.check("after a restart, each was served from disk", min(cached_tokens) > 100,
+                     str(cached_tokens))
         checks.check("after a restart, hits", stats(second)["hits"] >= 1, str(stats(second)))
 
     # kill -9 while the cache is being written, again and again.
@@ -138,7 +149,10 @@ try:
         checks.check("after 8 kills: nothing half written is left", not half, str(half))
         checks.check("after 8 kills: every file holds its seal", not broken, str(broken))
         checks.check("after 8 kills: files survive", after["files"] >= 1, str(after))
+        del cached_tokens[:]
         survived = [ask(survivor, q) == reference[q] for q in QUESTIONS[:8]]
+        checks.check("after 8 kills: the files serve", max(cached_tokens) > 100,
+                     str(cached_tokens))
         checks.check("after 8 kills: answers equal uncached ones", all(survived))
         checks.check("after 8 kills: no entry rejected", stats(survivor)["rejected"] == 0,
                      str(stats(survivor)))
