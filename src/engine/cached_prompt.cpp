@@ -5,6 +5,7 @@
 #include "io/error.h"
 #include "model/language_model.h"
 #include "model/quantized_kv_cache.h"
+#include "model/weight_store.h"
 
 namespace mlx_cpp {
 namespace mx = mlx::core;
@@ -17,60 +18,74 @@ struct LayerShape {
   mx::Dtype dtype = mx::float32;
 };
 
-std::vector<LayerShape> layer_shapes(const LanguageModel& model) {
-  auto probe = model.make_caches();
-  model.forward(mx::zeros({1, 1}, mx::int32), probe);
+std::vector<LayerShape> layer_shapes(const CacheList& probe) {
   std::vector<LayerShape> shapes;
   for (const auto& cache : probe) {
     const auto state = cache->saved_state();
-    const auto& keys = std::get<mx::array>(state.items[0].second);
-    const auto& values = std::get<mx::array>(state.items[1].second);
-    shapes.push_back({keys.shape(1), keys.shape(3), values.shape(3), keys.dtype()});
+    const auto& keys = state.array("0");
+    shapes.push_back({keys.shape(1), keys.shape(3), state.array("1").shape(3), keys.dtype()});
   }
   return shapes;
 }
 
-std::string dtype_name(mx::Dtype dtype) {
-  if (dtype == mx::bfloat16) return "bfloat16";
-  if (dtype == mx::float16) return "float16";
-  if (dtype == mx::float32) return "float32";
-  return "another dtype";
+// The caches the model makes, fed one token (the probe layer_shapes reads).
+CacheList probe_caches(const LanguageModel& model) {
+  auto probe = model.make_caches();
+  model.forward(mx::zeros({1, 1}, mx::int32), probe);
+  return probe;
+}
+
+// The layer's heads, key and value widths and dtype as it stores them
+// (quantized: the widths its groups hold, the dtype of its scales).
+LayerShape stored_shape(const KvCache& cache) {
+  const auto state = cache.saved_state();
+  if (const auto quantization = cache.quantization()) {
+    const auto& scales = state.array("0.1");
+    return {state.array("0.0").shape(1), scales.shape(3) * quantization->group_size,
+            state.array("1.1").shape(3) * quantization->group_size, scales.dtype()};
+  }
+  const auto& keys = state.array("0");
+  return {keys.shape(1), keys.shape(3), state.array("1").shape(3), keys.dtype()};
 }
 
 void check_layer(const KvCache& cache, const KvCache& made, const LayerShape& shape,
-                 const std::string& where) {
-  const auto state = cache.saved_state();
+                 const LanguageModel& model, const std::string& where) {
   if (const auto quantization = cache.quantization()) {
     if (made.window()) throw Error(where + " is quantized where the model keeps a sliding window");
-    const auto& packed = std::get<mx::array>(state.items[0].second);        // "0.0"
-    const auto& scales = std::get<mx::array>(state.items[1].second);        // "0.1"
-    const auto& value_scales = std::get<mx::array>(state.items[4].second);  // "1.1"
-    const int key_dim = scales.shape(3) * quantization->group_size;
-    const int value_dim = value_scales.shape(3) * quantization->group_size;
-    if (packed.shape(1) != shape.heads || key_dim != shape.key_dim || value_dim != shape.value_dim)
-      throw Error(where + " holds " + std::to_string(packed.shape(1)) + " heads of " +
-                  std::to_string(key_dim) + " where the model's attention has " +
-                  std::to_string(shape.heads) + " of " + std::to_string(shape.key_dim));
-    if (scales.dtype() != shape.dtype)
-      throw Error(where + " holds " + dtype_name(scales.dtype()) +
-                  " scales where the model's "
-                  "keys are " +
-                  dtype_name(shape.dtype));
-    return;
-  }
-  if (cache.signature() != made.signature())
+    if (auto refusal = model.quantized_kv_refusal(*quantization))
+      throw Error("the cached prompt is quantized, but " + *refusal);
+  } else if (cache.signature() != made.signature()) {
     throw Error(where + " is a " + cache.signature() + " cache where the model makes " +
                 made.signature());
-  const auto& keys = std::get<mx::array>(state.items[0].second);
-  const auto& values = std::get<mx::array>(state.items[1].second);
-  if (keys.shape(1) != shape.heads || keys.shape(3) != shape.key_dim ||
-      values.shape(3) != shape.value_dim)
-    throw Error(where + " holds " + std::to_string(keys.shape(1)) + " heads of " +
-                std::to_string(keys.shape(3)) + " where the model's attention has " +
+  }
+  const auto stored = stored_shape(cache);
+  if (stored.heads != shape.heads || stored.key_dim != shape.key_dim ||
+      stored.value_dim != shape.value_dim)
+    throw Error(where + " holds " + std::to_string(stored.heads) + " heads of " +
+                std::to_string(stored.key_dim) + " where the model's attention has " +
                 std::to_string(shape.heads) + " of " + std::to_string(shape.key_dim));
-  if (keys.dtype() != shape.dtype)
-    throw Error(where + " holds " + dtype_name(keys.dtype()) + " keys where the model's are " +
+  if (stored.dtype != shape.dtype)
+    throw Error(where + " holds " + dtype_name(stored.dtype) + " " +
+                (cache.quantization() ? "scales" : "keys") + " where the model's keys are " +
                 dtype_name(shape.dtype));
+}
+
+// The structural checks of check_cached_prompt, against shapes read once.
+void check_against(const CacheList& caches, const LanguageModel& model,
+                   const std::vector<LayerShape>& shapes) {
+  const auto made = model.make_caches();
+  if (caches.size() != made.size())
+    throw Error("the cached prompt has " + std::to_string(caches.size()) +
+                " layers; the model has " + std::to_string(made.size()));
+  for (std::size_t layer = 0; layer < caches.size(); ++layer) {
+    const std::string where = "layer " + std::to_string(layer) + " of the cached prompt";
+    const auto& cache = *caches[layer];
+    if (cache.offset() != caches.front()->offset())
+      throw Error(where + " holds " + std::to_string(cache.offset()) + " tokens, layer 0 " +
+                  std::to_string(caches.front()->offset()));
+    check_layer(cache, *made[layer], shapes[layer], model, where);
+  }
+  if (caches.front()->offset() == 0) throw Error("the cached prompt holds no tokens");
 }
 
 // The cache with its float arrays (storage, or scales and biases) cast to
@@ -83,40 +98,23 @@ std::unique_ptr<KvCache> cast_cache(const KvCache& cache, mx::Dtype dtype) {
   return cache_from_state(state);
 }
 
-// The dtype of a cache's float arrays.
-mx::Dtype float_dtype(const KvCache& cache) {
-  const auto state = cache.saved_state();
-  const auto& first = std::get<mx::array>(state.items[cache.quantization() ? 1 : 0].second);
-  return first.dtype();
-}
-
 }  // namespace
+
+void check_cached_prompt_scheme(const CacheList& caches, const KvCacheScheme& scheme) {
+  if (!scheme.quantized()) return;
+  for (const auto& cache : caches)
+    if (const auto quantization = cache->quantization();
+        quantization && !(*scheme.quantization == *quantization))
+      throw Error("the cached prompt is quantized with " + std::to_string(quantization->bits) +
+                  " bits in groups of " + std::to_string(quantization->group_size) +
+                  "; the KV scheme asks for " + std::to_string(scheme.quantization->bits) +
+                  " in groups of " + std::to_string(scheme.quantization->group_size));
+}
 
 void check_cached_prompt(const CacheList& caches, const LanguageModel& model,
                          const KvCacheScheme& scheme) {
-  const auto made = model.make_caches();
-  if (caches.size() != made.size())
-    throw Error("the cached prompt has " + std::to_string(caches.size()) +
-                " layers; the model has " + std::to_string(made.size()));
-  const auto shapes = layer_shapes(model);
-  for (std::size_t layer = 0; layer < caches.size(); ++layer) {
-    const std::string where = "layer " + std::to_string(layer) + " of the cached prompt";
-    const auto& cache = *caches[layer];
-    if (cache.offset() != caches.front()->offset())
-      throw Error(where + " holds " + std::to_string(cache.offset()) + " tokens, layer 0 " +
-                  std::to_string(caches.front()->offset()));
-    check_layer(cache, *made[layer], shapes[layer], where);
-    if (const auto quantization = cache.quantization()) {
-      if (auto refusal = model.quantized_kv_refusal(*quantization))
-        throw Error("the cached prompt is quantized, but " + *refusal);
-      if (scheme.quantized() && !(*scheme.quantization == *quantization))
-        throw Error("the cached prompt is quantized with " + std::to_string(quantization->bits) +
-                    " bits in groups of " + std::to_string(quantization->group_size) +
-                    "; the KV scheme asks for " + std::to_string(scheme.quantization->bits) +
-                    " in groups of " + std::to_string(scheme.quantization->group_size));
-    }
-  }
-  if (caches.front()->offset() == 0) throw Error("the cached prompt holds no tokens");
+  check_against(caches, model, layer_shapes(probe_caches(model)));
+  check_cached_prompt_scheme(caches, scheme);
 }
 
 std::shared_ptr<const CachedPrompt> cached_prompt_from(PromptCacheContents contents,
@@ -124,15 +122,15 @@ std::shared_ptr<const CachedPrompt> cached_prompt_from(PromptCacheContents conte
                                                        const KvCacheScheme& scheme,
                                                        const std::string& source) {
   try {
+    const auto shapes = layer_shapes(probe_caches(model));
     // The fast path keeps float32 keys as float16 (model/dense_transformer.h):
     // a file the other path wrote is cast to what this one keeps.
-    if (contents.caches.size() == model.make_caches().size()) {
-      const auto shapes = layer_shapes(model);
+    if (contents.caches.size() == shapes.size())
       for (std::size_t layer = 0; layer < shapes.size(); ++layer)
-        if (float_dtype(*contents.caches[layer]) != shapes[layer].dtype)
+        if (stored_shape(*contents.caches[layer]).dtype != shapes[layer].dtype)
           contents.caches[layer] = cast_cache(*contents.caches[layer], shapes[layer].dtype);
-    }
-    check_cached_prompt(contents.caches, model, scheme);
+    check_against(contents.caches, model, shapes);
+    check_cached_prompt_scheme(contents.caches, scheme);
   } catch (const Error& error) {
     throw Error("prompt cache " + source + ": " + error.what());
   }

@@ -40,4 +40,9 @@ std::shared_ptr<const CachedPrompt> cached_prompt_from(PromptCacheContents conte
 void check_cached_prompt(const CacheList& caches, const LanguageModel& model,
                          const KvCacheScheme& scheme);
 
+// The part of check_cached_prompt a request's own scheme decides (what a
+// scheduler checks per request; the rest held when the cached prompt was
+// made by cached_prompt_from).
+void check_cached_prompt_scheme(const CacheList& caches, const KvCacheScheme& scheme);
+
 }  // namespace mlx_cpp

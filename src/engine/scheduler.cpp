@@ -86,7 +86,7 @@ void Scheduler::validate(TextRequest& request) const {
   validate_penalty_options(options.penalties, vocab);
   validate_kv_cache_scheme(options.kv_cache, runtime_.model());
   if (request.cached_prompt) {
-    check_cached_prompt(request.cached_prompt->caches, runtime_.model(), options.kv_cache);
+    check_cached_prompt_scheme(request.cached_prompt->caches, options.kv_cache);
     if (options.speculative.enabled())
       throw Error("speculative decoding does not continue a cached prompt (the draft has none)");
   }

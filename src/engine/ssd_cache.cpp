@@ -213,6 +213,7 @@ void SsdCache::spill(const std::vector<int>& tokens, const CacheList& caches,
     for (const auto& job : queue_)
       if (job.path == path) return;
   }
+  const bool trimmable = all_trimmable(caches);
   std::optional<SafetensorsImage> image;
   try {
     image = prompt_cache_image(caches, {{"model", options_.model},
@@ -221,7 +222,7 @@ void SsdCache::spill(const std::vector<int>& tokens, const CacheList& caches,
                                         {kIdentityKey, options_.identity},
                                         {kSignatureKey, signature},
                                         {kTokensKey, join_tokens(tokens)},
-                                        {kTrimmableKey, all_trimmable(caches) ? "1" : "0"}});
+                                        {kTrimmableKey, trimmable ? "1" : "0"}});
     image->seal(kSealKey);
   } catch (const Error& error) {
     std::lock_guard lock(mutex_);
@@ -235,7 +236,7 @@ void SsdCache::spill(const std::vector<int>& tokens, const CacheList& caches,
     return;
   }
   pending_bytes_ += bytes;
-  queue_.push_back(Job{std::move(*image), path, tokens, signature, all_trimmable(caches)});
+  queue_.push_back(Job{std::move(*image), path, tokens, signature, trimmable});
   changed_.notify_all();
 }
 

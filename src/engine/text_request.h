@@ -27,8 +27,9 @@ struct TextRequest {
   // How long the model may think before the engine closes its think block
   // (not applied to a request held to a grammar: the grammar decides).
   ThinkingBudget thinking;
-  // Caches of a prompt prefilled earlier (engine/cached_prompt.h) that this
-  // request continues from; prompt_ids then hold only what follows them.
+  // Caches of a prompt prefilled earlier (engine/cached_prompt.h, made and
+  // checked against the model by cached_prompt_from) that this request
+  // continues from; prompt_ids then hold only what follows them.
   // The prefix cache neither serves nor keeps such a request.
   std::shared_ptr<const CachedPrompt> cached_prompt;
 };

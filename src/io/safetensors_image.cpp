@@ -20,10 +20,6 @@ void SafetensorsImage::add(const std::string& name, const std::string& dtype,
   tensors_.emplace(name, std::move(tensor));
 }
 
-std::string SafetensorsImage::data_sha256() const {
-  return gguf::sha256_bytes(data_);
-}
-
 std::string SafetensorsImage::header() const {
   std::string text = canonical_header().dump();
   // The data section starts 8-byte aligned, as the format asks.
@@ -40,12 +36,28 @@ namespace {
 // SHA-256 of a header (JSON with sorted keys, compact) and a data section.
 std::string seal_of(const nlohmann::json& header, const std::uint8_t* data, std::size_t bytes) {
   const std::string text = header.dump();
-  std::vector<std::uint8_t> all(text.begin(), text.end());
-  all.insert(all.end(), data, data + bytes);
-  return gguf::sha256_bytes(all);
+  return gguf::sha256_parts(
+      {{reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, {data, bytes}});
+}
+
+// The dtype as safetensors names it.
+std::string safetensors_dtype(mlx::core::Dtype dtype) {
+  namespace mx = mlx::core;
+  static const std::vector<std::pair<mx::Dtype, const char*>> names = {
+      {mx::bool_, "BOOL"}, {mx::uint8, "U8"},    {mx::uint16, "U16"},    {mx::uint32, "U32"},
+      {mx::uint64, "U64"}, {mx::int8, "I8"},     {mx::int16, "I16"},     {mx::int32, "I32"},
+      {mx::int64, "I64"},  {mx::float16, "F16"}, {mx::bfloat16, "BF16"}, {mx::float32, "F32"}};
+  for (const auto& [candidate, name] : names)
+    if (candidate == dtype) return name;
+  throw Error("safetensors image: an array of a dtype safetensors cannot hold");
 }
 
 }  // namespace
+
+void SafetensorsImage::add(const std::string& name, const mlx::core::array& array) {
+  std::vector<int64_t> shape(array.shape().begin(), array.shape().end());
+  add(name, safetensors_dtype(array.dtype()), shape, array.data<std::uint8_t>(), array.nbytes());
+}
 
 nlohmann::json SafetensorsImage::canonical_header() const {
   nlohmann::json json = nlohmann::json::object();

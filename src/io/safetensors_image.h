@@ -1,8 +1,10 @@
 #pragma once
 // A safetensors file built in memory: tensors' bytes laid out in one data
-// section, with the header MLX and the safetensors library read. It needs
-// no MLX, so a thread of its own can checksum and write it while the
-// thread that owns the arrays goes on.
+// section, with the header MLX and the safetensors library read. Once the
+// arrays are copied in it needs no MLX, so a thread of its own can write
+// it while the thread that owns the arrays goes on.
+#include <mlx/array.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -18,12 +20,12 @@ class SafetensorsImage {
   // dtype as safetensors names it ("BF16", "U32", ...).
   void add(const std::string& name, const std::string& dtype, const std::vector<int64_t>& shape,
            const void* data, std::size_t bytes);
+  // An evaluated, row-contiguous array, copied.
+  void add(const std::string& name, const mlx::core::array& array);
 
   std::map<std::string, std::string> metadata;  // the header's __metadata__
 
   const std::vector<std::uint8_t>& data() const { return data_; }
-  // Lower-case hex SHA-256 of the data section.
-  std::string data_sha256() const;
   // The header (JSON, padded to 8 bytes) with its length prefix.
   std::string header() const;
   // Writes the file durably (io/durable_file.h); throws Error. `midway`,
@@ -38,9 +40,6 @@ class SafetensorsImage {
 
  private:
   nlohmann::json canonical_header() const;
-
- public:
- private:
   struct Tensor {
     std::string dtype;
     std::vector<int64_t> shape;

@@ -138,6 +138,13 @@ std::unique_ptr<KvCache> quantized_from(const StateItems& items) {
 
 }  // namespace
 
+const mx::array& CacheState::array(const std::string& name) const {
+  for (const auto& [item_name, item] : items)
+    if (item_name == name)
+      if (const auto* value = std::get_if<mx::array>(&item)) return *value;
+  throw Error(kind + " state has no array item " + name);
+}
+
 std::unique_ptr<KvCache> cache_from_state(const CacheState& state) {
   const StateItems items(state);
   if (state.kind == "KVCache") return standard_from(items);

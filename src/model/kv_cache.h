@@ -35,6 +35,8 @@ using CacheStateItem = std::variant<mlx::core::array, int>;
 struct CacheState {
   std::string kind;  // mlx-lm's class: KVCache, RotatingKVCache or QuantizedKVCache
   std::vector<std::pair<std::string, CacheStateItem>> items;
+  // The array item named `name`; throws Error where there is none.
+  const mlx::core::array& array(const std::string& name) const;
 };
 
 // What attention should mask: nothing, the fused causal mode, or an

@@ -105,16 +105,6 @@ class Reader {
   std::string file_;
 };
 
-std::string safetensors_dtype(mx::Dtype dtype) {
-  static const std::vector<std::pair<mx::Dtype, const char*>> names = {
-      {mx::bool_, "BOOL"}, {mx::uint8, "U8"},    {mx::uint16, "U16"},    {mx::uint32, "U32"},
-      {mx::uint64, "U64"}, {mx::int8, "I8"},     {mx::int16, "I16"},     {mx::int32, "I32"},
-      {mx::int64, "I64"},  {mx::float16, "F16"}, {mx::bfloat16, "BF16"}, {mx::float32, "F32"}};
-  for (const auto& [candidate, name] : names)
-    if (candidate == dtype) return name;
-  throw Error("a cache array of a dtype safetensors cannot hold");
-}
-
 }  // namespace
 
 SafetensorsImage prompt_cache_image(const CacheList& caches,
@@ -142,11 +132,7 @@ SafetensorsImage prompt_cache_image(const CacheList& caches,
   std::vector<mx::array> values;
   for (const auto& [name, array] : arrays) values.push_back(array);
   mx::eval(values);
-  for (const auto& [name, array] : arrays) {
-    std::vector<int64_t> shape(array.shape().begin(), array.shape().end());
-    image.add(name, safetensors_dtype(array.dtype()), shape, array.data<std::uint8_t>(),
-              array.nbytes());
-  }
+  for (const auto& [name, array] : arrays) image.add(name, array);
   return image;
 }
 

@@ -220,14 +220,15 @@ void EngineThread::run_loop() {
     if (stopping && running_.empty()) {
       // What the prefix cache holds survives the restart, where there is
       // an SSD cache: written before the thread ends.
-      try {
-        backend_->flush_prompt_cache();
-      } catch (const std::exception& error) {
-        std::fprintf(stderr, "mlx-cpp: flushing the prompt cache at shutdown: %s\n", error.what());
+      {
+        std::lock_guard lock(mutex_);
+        ++flushes_requested_;
       }
+      flush_if_requested();
       std::lock_guard lock(mutex_);
-      flushes_done_ = flushes_requested_;
-      changed_.notify_all();
+      if (!flush_error_.empty())
+        std::fprintf(stderr, "mlx-cpp: flushing the prompt cache at shutdown: %s\n",
+                     flush_error_.c_str());
       return;
     }
   }

@@ -45,8 +45,12 @@ class Sha256 {
 }  // namespace
 
 std::string sha256_bytes(std::span<const std::uint8_t> bytes) {
+  return sha256_parts({bytes});
+}
+
+std::string sha256_parts(std::initializer_list<std::span<const std::uint8_t>> parts) {
   Sha256 hash;
-  hash.update(bytes.data(), bytes.size());
+  for (const auto& part : parts) hash.update(part.data(), part.size());
   return hash.hex_digest();
 }
 
