@@ -249,7 +249,10 @@ void Scheduler::admit() {
 }
 
 std::string Scheduler::cache_key(const Sequence& sequence) const {
-  return signature_ + "|" + sequence.request().options.kv_cache.signature();
+  // Keys and values depend on the adapters too (they change the projections).
+  const auto& options = sequence.request().options;
+  return signature_ + "|" + options.kv_cache.signature() + "|" +
+         (options.adapters ? options.adapters->identity() : std::string());
 }
 
 std::optional<std::size_t> Scheduler::reservation(const Sequence& sequence) {
@@ -271,11 +274,13 @@ std::optional<std::size_t> Scheduler::reservation(const Sequence& sequence) {
 mx::array Scheduler::forward(const mx::array& tokens, std::vector<std::unique_ptr<Sequence>>& rows,
                              const std::vector<int>& phases) {
   if (rows.size() == 1 && phases.empty())
-    return runtime_.model().forward(tokens, rows.front()->caches());
+    return runtime_.model().forward(tokens, rows.front()->caches(),
+                                    rows.front()->request().options.adapters.get());
   ForwardBatch batch;
   for (std::size_t b = 0; b < rows.size(); ++b)
-    batch.rows.push_back(
-        {&rows[b]->caches(), phases.empty() ? std::nullopt : std::optional<int>(phases[b])});
+    batch.rows.push_back({&rows[b]->caches(),
+                          phases.empty() ? std::nullopt : std::optional<int>(phases[b]),
+                          rows[b]->request().options.adapters.get()});
   return runtime_.model().forward_batch(tokens, batch);
 }
 
@@ -340,7 +345,7 @@ void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
   for (std::size_t b = 0; b < rows.size(); ++b) {
     if (chunks[b].empty()) continue;
     auto tokens = mx::array(chunks[b].data(), {1, lengths[b]}, mx::int32);
-    runtime_.model().forward(tokens, rows[b]->caches());
+    runtime_.model().forward(tokens, rows[b]->caches(), rows[b]->request().options.adapters.get());
     apply_kv_cache_scheme(rows[b]->caches(), rows[b]->request().options.kv_cache);
     evaluate_cache_state(rows[b]->caches());
   }

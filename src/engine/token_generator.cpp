@@ -63,7 +63,7 @@ GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
 
   // One step: the logits of the last input position → (token [1], logprobs [vocab]).
   auto step = [&](const mx::array& input) {
-    auto logits = model.forward(mx::expand_dims(input, 0), caches);  // [1, L, vocab]
+    auto logits = model.forward(mx::expand_dims(input, 0), caches, options.adapters.get());
     apply_kv_cache_scheme(caches, options.kv_cache);
     const int length = logits.shape(1), vocab = logits.shape(2);
     logits = mx::reshape(mx::slice(logits, {0, length - 1, 0}, {1, length, vocab}), {1, vocab});
@@ -79,7 +79,7 @@ GenerationStats generate_tokens(const LanguageModel& model, CacheList& caches,
   while (prompt.size() - processed > 1) {
     const size_t count = std::min<size_t>(options.prefill_step_size, prompt.size() - processed - 1);
     std::vector<int> chunk(prompt.begin() + processed, prompt.begin() + processed + count);
-    model.forward(mx::expand_dims(as_ids(chunk), 0), caches);
+    model.forward(mx::expand_dims(as_ids(chunk), 0), caches, options.adapters.get());
     apply_kv_cache_scheme(caches, options.kv_cache);
     evaluate_cache_state(caches);
     tokens.insert(tokens.end(), chunk.begin(), chunk.end());

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct GenerationOptions {
   PenaltyOptions penalties;
   SpeculativeOptions speculative;
   KvCacheScheme kv_cache;
+  // The adapters every forward of this generation runs with (none: the
+  // base model); shared, so an adapter unmounted meanwhile lives on until
+  // the generations using it end.
+  std::shared_ptr<const AdapterStack> adapters;
 };
 
 struct GeneratedToken {

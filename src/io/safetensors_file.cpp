@@ -93,6 +93,7 @@ SafetensorsHeader read_safetensors_header(const std::filesystem::path& path) {
   const uint64_t data_size = file_size - 8 - header_length;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
+      if (entry.is_null()) continue;  // what MLX writes for "no metadata"
       if (!entry.is_object()) throw Error("safetensors " + file + ": malformed __metadata__");
       for (const auto& [key, value] : entry.items())
         if (value.is_string()) result.metadata[key] = value.get<std::string>();

@@ -7,6 +7,7 @@
 
 #include "kernels/kernels.h"
 #include "model/activations.h"
+#include "model/adapter_binding.h"
 #include "model/quantized_attention.h"
 #include "model/weight_store.h"
 
@@ -17,7 +18,7 @@ struct Attention::Heads {
   mx::array queries, keys, values;
 };
 
-Attention::Heads Attention::project_heads(const mx::array& x) const {
+Attention::Heads Attention::project_heads(const mx::array& x, const RowAdapters& adapters) const {
   const int batch = x.shape(0), length = x.shape(1);
   // With one row per sequence (decode), [B, 1, H, D] and [B, H, 1, D]
   // share one memory layout: the fast path reshapes instead of
@@ -31,7 +32,7 @@ Attention::Heads Attention::project_heads(const mx::array& x) const {
     if (one_row) return mx::reshape(shaped, {batch, heads, 1, -1});
     return mx::transpose(shaped, {0, 2, 1, 3});  // [B, H, L, D]
   };
-  auto qkv = Linear::apply_all(x, {&q_proj, &k_proj, &v_proj});
+  auto qkv = Linear::apply_all(x, {&q_proj, &k_proj, &v_proj}, adapters);
   if (qk_norm_full_width) {
     qkv[0] = (*q_norm)(qkv[0]);
     qkv[1] = (*k_norm)(qkv[1]);
@@ -159,22 +160,29 @@ mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array 
                                            rotated, all_keys, all_values, scale, mode, mask_array);
 }
 
-mx::array Attention::output(const mx::array& attended) const {
+mx::array Attention::output(const mx::array& attended, const RowAdapters& adapters) const {
   const int batch = attended.shape(0), length = attended.shape(2);
   if (kernels == KernelMode::fast && length == 1)  // [B, H, 1, D] -> [B, 1, H * D]
-    return o_proj(mx::reshape(attended, {batch, 1, -1}));
-  return o_proj(mx::reshape(mx::transpose(attended, {0, 2, 1, 3}), {batch, length, -1}));
+    return o_proj(mx::reshape(attended, {batch, 1, -1}), adapters);
+  return o_proj(mx::reshape(mx::transpose(attended, {0, 2, 1, 3}), {batch, length, -1}), adapters);
 }
 
-mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask,
-                                KvCache& cache) const {
-  auto heads = project_heads(x);
-  return output(attend(heads.queries, heads.keys, heads.values, mask, cache));
+mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask, KvCache& cache,
+                                const RowAdapters& adapters) const {
+  auto heads = project_heads(x, adapters);
+  return output(attend(heads.queries, heads.keys, heads.values, mask, cache), adapters);
+}
+
+void Attention::register_adapter_sites(AdapterSites& sites, const std::string& prefix, int layer) {
+  sites.add(prefix + "q_proj", layer, q_proj);
+  sites.add(prefix + "k_proj", layer, k_proj);
+  sites.add(prefix + "v_proj", layer, v_proj);
+  sites.add(prefix + "o_proj", layer, o_proj);
 }
 
 mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const {
   if (x.shape(1) != 1) throw std::invalid_argument("[Attention] batch rows take one token each");
-  auto heads = project_heads(x);
+  auto heads = project_heads(x, rows.adapters);
   // Each row on its own, exactly as a batch of one runs it: its keys and
   // values never meet another row's.
   auto row_of = [](const mx::array& t, int b) {
@@ -190,26 +198,28 @@ mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const
                               row_of(heads.values, row), rows.masks[b], rows.cache(b),
                               rows.sliding ? batch_row.ring_newest_first : std::nullopt));
   }
-  return output(mx::concatenate(attended, 0));
+  return output(mx::concatenate(attended, 0), rows.adapters);
 }
 
-mx::array TransformerBlock::feed_forward(const mx::array& x) const {
-  return moe ? (*moe)(x) : mlp(x);
+mx::array TransformerBlock::feed_forward(const mx::array& x, const RowAdapters& adapters) const {
+  return moe ? (*moe)(x, adapters) : mlp(x, adapters);
 }
 
 template <class Attend>
-mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
+mx::array TransformerBlock::apply(const mx::array& x, const RowAdapters& adapters,
+                                  Attend&& attend) const {
+  auto feed_branch = [&](const mx::array& input) { return this->feed_forward(input, adapters); };
   if (layout != BlockLayout::sequential) {  // one norm feeds both branches
     auto normed = (*input_norm)(x);
     auto attended = attend(normed);
-    auto fed_forward = feed_forward(normed);
+    auto fed_forward = feed_branch(normed);
     if (layout == BlockLayout::parallel_branches_first)
       return mx::add(mx::add(attended, fed_forward), x);
     return mx::add(mx::add(x, attended), fed_forward);
   }
   if (!input_norm) {  // post-norm (olmo2): the branches' outputs are normed
     auto h = mx::add(x, (*post_attention_norm)(attend(x)));
-    return mx::add(h, (*post_feedforward_norm)(feed_forward(h)));
+    return mx::add(h, (*post_feedforward_norm)(feed_branch(h)));
   }
   auto attended = attend((*input_norm)(x));
   if (pre_feedforward_norm) {  // sandwich norms (gemma 2/3, glm4)
@@ -217,7 +227,7 @@ mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
       return sandwich_clip ? clip_residual(a, b) : mx::add(a, b);
     };
     auto h = add(x, (*post_attention_norm)(attended));
-    auto mlp_out = feed_forward((*pre_feedforward_norm)(h));
+    auto mlp_out = feed_branch((*pre_feedforward_norm)(h));
     return add(h, (*post_feedforward_norm)(mlp_out));
   }
   // A Python float times a branch: the factor in the branch's dtype.
@@ -226,16 +236,17 @@ mx::array TransformerBlock::apply(const mx::array& x, Attend&& attend) const {
                           : branch;
   };
   auto [h, normed] = post_attention_norm->add_then_apply(x, scaled(attended));
-  return mx::add(h, scaled(feed_forward(normed)));
+  return mx::add(h, scaled(feed_branch(normed)));
 }
 
 mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& mask,
-                                       KvCache& cache) const {
-  return apply(x, [&](const mx::array& normed) { return attention(normed, mask, cache); });
+                                       KvCache& cache, const RowAdapters& adapters) const {
+  return apply(x, adapters,
+               [&](const mx::array& normed) { return attention(normed, mask, cache, adapters); });
 }
 
 mx::array TransformerBlock::operator()(const mx::array& x, const LayerRows& rows) const {
-  return apply(x, [&](const mx::array& normed) { return attention(normed, rows); });
+  return apply(x, rows.adapters, [&](const mx::array& normed) { return attention(normed, rows); });
 }
 
 DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
@@ -262,6 +273,16 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
   else
     lm_head_ = Linear::load(weights, quantization, "lm_head", spec_.hidden_size, spec_.vocab_size,
                             spec_.head_bias, kernels_);
+  for (int i = 0; i < spec_.num_layers; ++i) {
+    const auto prefix = "model.layers." + std::to_string(i) + ".";
+    auto& block = layers_[i];
+    block.attention.register_adapter_sites(adapter_sites_, prefix + "self_attn.", i);
+    if (block.moe)
+      block.moe->register_adapter_sites(adapter_sites_, prefix + "mlp.", i);
+    else
+      block.mlp.register_adapter_sites(adapter_sites_, prefix + "mlp.", i);
+  }
+  if (lm_head_) adapter_sites_.add("lm_head", -1, *lm_head_);
   const size_t hidden = spec_.hidden_size, kv = size_t(spec_.num_kv_heads) * spec_.head_dim;
   const size_t q = size_t(spec_.num_heads) * spec_.head_dim;
   const size_t attention = hidden * (q + 2 * kv) + q * hidden;
@@ -442,13 +463,13 @@ mx::array DenseTransformer::embed(const mx::array& tokens) const {
   return h;
 }
 
-mx::array DenseTransformer::head(const mx::array& h) const {
+mx::array DenseTransformer::head(const mx::array& h, const RowAdapters& adapters) const {
   auto normed = (*final_norm_)(h);
   // Divisions stay divisions (not multiplications by the reciprocal), by
   // Python floats in the operand's dtype, as mlx-lm writes them.
   if (spec_.head_input_divisor)
     normed = mx::divide(normed, mx::array(*spec_.head_input_divisor, normed.dtype()));
-  auto logits = lm_head_ ? (*lm_head_)(normed) : embed_tokens_.as_linear(normed);
+  auto logits = lm_head_ ? (*lm_head_)(normed, adapters) : embed_tokens_.as_linear(normed);
   if (spec_.logits_divisor)
     logits = mx::divide(logits, mx::array(*spec_.logits_divisor, logits.dtype()));
   if (spec_.logits_scale)
@@ -476,22 +497,27 @@ std::pair<AttentionMask, AttentionMask> DenseTransformer::masks_of(const CacheLi
   return {global_mask, sliding_mask};
 }
 
-mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches) const {
+mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches,
+                                    const AdapterStack* stack) const {
+  const auto adapters = RowAdapters::single(stack);
   auto h = embed(tokens);
   const int length = tokens.shape(1);
   const auto [global_mask, sliding_mask] = masks_of(caches, length);
   const bool one_token = tokens.shape(0) == 1 && length == 1;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const auto& mask = layers_[i].sliding ? sliding_mask : global_mask;
-    if (one_token && fused_layers_[i] && mask.kind == AttentionMask::Kind::none) {
+    // A fused step has no adapter updates: a layer an adapter changes runs
+    // its op graph.
+    if (one_token && fused_layers_[i] && mask.kind == AttentionMask::Kind::none &&
+        !adapters.touches_layer(i)) {
       if (auto out = (*fused_layers_[i])(h, *caches[i])) {
         h = *out;
         continue;
       }
     }
-    h = layers_[i](h, mask, *caches[i]);
+    h = layers_[i](h, mask, *caches[i], adapters);
   }
-  return head(h);
+  return head(h, adapters);
 }
 
 mx::array DenseTransformer::forward_batch(const mx::array& tokens,
@@ -499,6 +525,8 @@ mx::array DenseTransformer::forward_batch(const mx::array& tokens,
   if (tokens.ndim() != 2 || tokens.shape(0) != static_cast<int>(batch.rows.size()) ||
       tokens.shape(1) != 1)
     throw std::invalid_argument("[forward_batch] tokens must be [rows, 1]");
+  RowAdapters adapters;
+  for (const auto& row : batch.rows) adapters.rows.push_back(row.adapters);
   auto h = embed(tokens);
   const int length = tokens.shape(1);
   std::vector<AttentionMask> global_masks, sliding_masks;
@@ -509,7 +537,7 @@ mx::array DenseTransformer::forward_batch(const mx::array& tokens,
   }
   for (size_t i = 0; i < layers_.size(); ++i) {
     const auto& masks = layers_[i].sliding ? sliding_masks : global_masks;
-    if (fused_layers_[i] && !batch.consecutive_positions) {
+    if (fused_layers_[i] && !batch.consecutive_positions && !adapters.touches_layer(i)) {
       // The fused step attends over each whole cache: it needs rows that
       // mask nothing and keep their own order (and caches of their own).
       bool fusable = true;
@@ -526,10 +554,10 @@ mx::array DenseTransformer::forward_batch(const mx::array& tokens,
         }
       }
     }
-    LayerRows rows{batch, i, masks, layers_[i].sliding};
+    LayerRows rows{batch, i, masks, layers_[i].sliding, adapters};
     h = layers_[i](h, rows);
   }
-  return head(h);
+  return head(h, adapters);
 }
 
 std::optional<std::string> DenseTransformer::quantized_kv_refusal(
@@ -549,6 +577,11 @@ std::optional<std::string> DenseTransformer::quantized_kv_refusal(
     return "the KV group size " + std::to_string(quantization.group_size) +
            " does not divide the head dimension " + std::to_string(spec_.head_dim);
   return std::nullopt;
+}
+
+std::shared_ptr<const BoundAdapter> DenseTransformer::bind_adapter(const AdapterFiles& files,
+                                                                   const std::string& name) const {
+  return mlx_cpp::bind_adapter(files, name, adapter_sites_, spec_);
 }
 
 CacheList DenseTransformer::make_caches() const {

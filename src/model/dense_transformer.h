@@ -26,6 +26,7 @@ struct LayerRows {
   std::size_t layer;
   const std::vector<AttentionMask>& masks;  // per row
   bool sliding = false;                     // a sliding-window layer
+  const RowAdapters& adapters;              // per row
   KvCache& cache(std::size_t row) const { return *(*batch.rows[row].caches)[layer]; }
 };
 
@@ -43,23 +44,25 @@ struct Attention {
   KernelMode kernels = KernelMode::stock;  // fast: own attention kernel (decode and prefill)
 
   // x: [B, L, hidden] → [B, L, hidden]
-  mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
-                              KvCache& cache) const;
+  mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask, KvCache& cache,
+                              const RowAdapters& adapters) const;
   // x: [B, L, hidden], one row per batch row, each with its own cache.
   mlx::core::array operator()(const mlx::core::array& x, const LayerRows& rows) const;
   size_t bytes() const;
+  // Records its projections as adapter sites under `prefix` ("…self_attn.").
+  void register_adapter_sites(AdapterSites& sites, const std::string& prefix, int layer);
 
  private:
   struct Heads;
   // [B, L, hidden] → queries, keys and values [B, heads, L, head_dim].
-  Heads project_heads(const mlx::core::array& x) const;
+  Heads project_heads(const mlx::core::array& x, const RowAdapters& adapters) const;
   // One row's attention: rope at the cache's offset, the cache updated,
   // attention over it → [B, heads, L, head_dim].
   mlx::core::array attend(const mlx::core::array& queries, mlx::core::array keys,
                           mlx::core::array values, const AttentionMask& mask, KvCache& cache,
                           std::optional<int> ring_newest_first = std::nullopt) const;
   // [B, heads, L, head_dim] → [B, L, hidden]
-  mlx::core::array output(const mlx::core::array& attended) const;
+  mlx::core::array output(const mlx::core::array& attended, const RowAdapters& adapters) const;
 };
 
 struct TransformerBlock {
@@ -77,20 +80,21 @@ struct TransformerBlock {
   bool sandwich_clip = true;                  // gemma 3: float16 sums clipped; glm4: plain adds
   bool sliding = false;
 
-  mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask,
-                              KvCache& cache) const;
+  mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask, KvCache& cache,
+                              const RowAdapters& adapters) const;
   mlx::core::array operator()(const mlx::core::array& x, const LayerRows& rows) const;
   size_t bytes() const;
   // What one token's pass reads (of a mixture of experts, k experts).
   size_t bytes_per_token() const;
   // The MLP, or the mixture of experts in its place.
-  mlx::core::array feed_forward(const mlx::core::array& x) const;
+  mlx::core::array feed_forward(const mlx::core::array& x, const RowAdapters& adapters) const;
 
  private:
   // norm → attention → residual → norm → MLP → residual, with `attend`
   // the attention of the normed input.
   template <class Attend>
-  mlx::core::array apply(const mlx::core::array& x, Attend&& attend) const;
+  mlx::core::array apply(const mlx::core::array& x, const RowAdapters& adapters,
+                         Attend&& attend) const;
   size_t bytes_besides_feed_forward() const;
 };
 
@@ -98,11 +102,17 @@ class DenseTransformer : public LanguageModel {
  public:
   DenseTransformer(TransformerSpec spec, WeightStore& weights,
                    const QuantizationConfig& quantization, const LoadOptions& options = {});
+  // Its adapter sites point into its layers: it stays where it was built.
+  DenseTransformer(const DenseTransformer&) = delete;
+  DenseTransformer& operator=(const DenseTransformer&) = delete;
 
-  mlx::core::array forward(const mlx::core::array& tokens, CacheList& caches) const override;
+  mlx::core::array forward(const mlx::core::array& tokens, CacheList& caches,
+                           const AdapterStack* adapters = nullptr) const override;
   mlx::core::array forward_batch(const mlx::core::array& tokens,
                                  const ForwardBatch& batch) const override;
   CacheList make_caches() const override;
+  std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files,
+                                                   const std::string& name) const override;
   const std::string& model_type() const override { return spec_.model_type; }
   std::string tier() const override { return "generic"; }
   bool mixture_of_experts() const override { return spec_.moe.has_value(); }
@@ -127,7 +137,7 @@ class DenseTransformer : public LanguageModel {
   // The scaled input embeddings of tokens [B, L] → [B, L, hidden].
   mlx::core::array embed(const mlx::core::array& tokens) const;
   // The final norm and the output head → logits.
-  mlx::core::array head(const mlx::core::array& h) const;
+  mlx::core::array head(const mlx::core::array& h, const RowAdapters& adapters) const;
   // The first layer of each kind asks its cache for the mask: [global, sliding].
   std::pair<AttentionMask, AttentionMask> masks_of(const CacheList& caches, int length) const;
 
@@ -139,6 +149,7 @@ class DenseTransformer : public LanguageModel {
   std::vector<std::optional<FusedDecodeBlock>> fused_layers_;
   std::optional<Norm> final_norm_;
   std::optional<Linear> lm_head_;  // absent when tied
+  AdapterSites adapter_sites_;     // every projection an adapter can change
   size_t parameter_count_ = 0;
 };
 

@@ -1,8 +1,7 @@
 #pragma once
 // The rows of one batched forward and what each row brings: its own
 // per-layer caches (and so its own positions). Everything per row reaches
-// the layers through this one object (an adapter per row would join it
-// here).
+// the layers through this one object (its caches and its adapters).
 //
 // Rows are computed independently: each row attends over its own cache,
 // and every per-row computation is the one a batch of one does, so a
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "model/kv_cache.h"
+#include "model/row_adapters.h"
 
 namespace mlx_cpp {
 
@@ -23,6 +23,7 @@ struct BatchRow {
   // batched ring holds it, this many newest keys first (the stock path in a
   // batch; engine/window_phase.h). nullopt: the row's own cache order.
   std::optional<int> ring_newest_first;
+  const AdapterStack* adapters = nullptr;  // the row's adapters; none: the base model
 };
 
 struct ForwardBatch {

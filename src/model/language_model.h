@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/adapter_files.h"
 #include "model/forward_batch.h"
 #include "model/kv_cache.h"
 #include "model/transformer_spec.h"
@@ -20,13 +21,20 @@ namespace mlx_cpp {
 class LanguageModel {
  public:
   virtual ~LanguageModel() = default;
-  // tokens: int32 [B, L] → logits [B, L, vocab]. Caches are updated in place.
-  virtual mlx::core::array forward(const mlx::core::array& tokens, CacheList& caches) const = 0;
+  // tokens: int32 [B, L] → logits [B, L, vocab]. Caches are updated in
+  // place. `adapters`: the stack every row runs with (none: the base).
+  virtual mlx::core::array forward(const mlx::core::array& tokens, CacheList& caches,
+                                   const AdapterStack* adapters = nullptr) const = 0;
   // tokens: int32 [B, 1], one token of each row → logits [B, 1, vocab].
-  // Each row's caches are updated in place.
+  // Each row's caches are updated in place, each row runs its own adapters.
   virtual mlx::core::array forward_batch(const mlx::core::array& tokens,
                                          const ForwardBatch& batch) const = 0;
   virtual CacheList make_caches() const = 0;
+  // An adapter directory's tensors placed on this model's projections
+  // (model/adapter_binding.h), under `name`; throws Error when they do not
+  // fit it.
+  virtual std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files,
+                                                           const std::string& name) const = 0;
   virtual const std::string& model_type() const = 0;
   // Which part of mlx-cpp serves it: "dedicated" (a graph of its own) or
   // "generic" (the descriptor table's dense graph).

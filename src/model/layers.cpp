@@ -118,6 +118,8 @@ Linear Linear::load(WeightStore& weights, const QuantizationConfig& quantization
                     KernelMode kernels) {
   Linear layer;
   layer.kernels_ = kernels;
+  layer.in_dims_ = in_dims;
+  layer.out_dims_ = out_dims;
   layer.quantized_ = load_quantized(weights, quantization, path, in_dims, out_dims);
   if (layer.quantized_) widen_for_kernels(*layer.quantized_, kernels);
   if (!layer.quantized_)
@@ -130,7 +132,20 @@ Linear Linear::load(WeightStore& weights, const QuantizationConfig& quantization
   return layer;
 }
 
-mx::array Linear::operator()(const mx::array& x) const {
+mx::array Linear::operator()(const mx::array& x, const RowAdapters& adapters) const {
+  return adapters.apply_linear(adapter_site_, x, base(x), bias_);
+}
+
+std::optional<mx::array> Linear::stock_weight() const {
+  if (dense_) return dense_;
+  const auto& q = *quantized_;
+  if (q.layout != kernels::WeightLayout::mlx || q.scales.dtype() != q.biases.dtype())
+    return std::nullopt;
+  return mx::dequantize(q.packed, q.scales, q.biases, q.params.group_size, q.params.bits,
+                        q.params.mode);
+}
+
+mx::array Linear::base(const mx::array& x) const {
   if (quantized_) {
     auto y = quantized_projection(x, *quantized_, kernels_);
     return bias_ ? mx::add(y, *bias_) : y;
@@ -149,7 +164,8 @@ size_t Linear::bytes() const {
 }
 
 std::vector<mx::array> Linear::apply_all(const mx::array& x,
-                                         const std::vector<const Linear*>& layers) {
+                                         const std::vector<const Linear*>& layers,
+                                         const RowAdapters& adapters) {
   auto same_fast_format = [&](const Linear* layer) {
     const auto& first = *layers.front();
     return layer->runs_fast_kernel() && first.quantized_ &&
@@ -157,7 +173,7 @@ std::vector<mx::array> Linear::apply_all(const mx::array& x,
   };
   std::vector<mx::array> outputs;
   if (layers.size() < 2 || !std::all_of(layers.begin(), layers.end(), same_fast_format)) {
-    for (const auto* layer : layers) outputs.push_back((*layer)(x));
+    for (const auto* layer : layers) outputs.push_back((*layer)(x, adapters));
     return outputs;
   }
   std::vector<kernels::QuantizedWeights> weights;
@@ -167,6 +183,7 @@ std::vector<mx::array> Linear::apply_all(const mx::array& x,
                                             kActivationPrecision, kPrefillArithmetic);
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (layers[i]->bias_) outputs[i] = mx::add(outputs[i], *layers[i]->bias_);
+    outputs[i] = adapters.apply_linear(layers[i]->adapter_site_, x, outputs[i], layers[i]->bias_);
   }
   return outputs;
 }

@@ -12,6 +12,7 @@
 
 #include "kernels/kernels.h"
 #include "model/quantization.h"
+#include "model/row_adapters.h"
 #include "model/transformer_spec.h"
 
 namespace mlx_cpp {
@@ -60,9 +61,14 @@ class Linear {
                      const std::string& path, int in_dims, int out_dims, bool has_bias,
                      KernelMode kernels = KernelMode::stock);
 
-  // x: [..., in_dims] → [..., out_dims]
-  mlx::core::array operator()(const mlx::core::array& x) const;
+  // x: [B, L, in_dims] → [B, L, out_dims], each row's adapter updates
+  // added (row_adapters.h).
+  mlx::core::array operator()(const mlx::core::array& x, const RowAdapters& adapters) const;
+  // The projection alone, without adapters: x [..., in_dims] → [..., out_dims].
+  mlx::core::array base(const mlx::core::array& x) const;
   bool quantized() const { return quantized_.has_value(); }
+  int input_dims() const { return in_dims_; }
+  int output_dims() const { return out_dims_; }
   // Whether its projection runs on the own quantized kernel (quantized
   // weights of a width it covers, fast kernels).
   bool runs_fast_kernel() const;
@@ -75,13 +81,24 @@ class Linear {
   // quantized weights of one format, a single kernel call for all of them
   // (one graph node, x prepared once); otherwise one call each.
   static std::vector<mlx::core::array> apply_all(const mlx::core::array& x,
-                                                 const std::vector<const Linear*>& layers);
+                                                 const std::vector<const Linear*>& layers,
+                                                 const RowAdapters& adapters);
+  // Which adapter site it is (row_adapters.h); -1 until the model numbers it.
+  int adapter_site() const { return adapter_site_; }
+  void set_adapter_site(int site) { adapter_site_ = site; }
+  // [out, in] as the stock op multiplies it (quantized weights
+  // dequantized), or nullopt where the fast path keeps the weights in a
+  // form of its own.
+  std::optional<mlx::core::array> stock_weight() const;
+  const std::optional<mlx::core::array>& dense_weight() const { return dense_; }
 
  private:
   std::optional<mlx::core::array> dense_;  // [out, in]
   std::optional<QuantizedTensor> quantized_;
   std::optional<mlx::core::array> bias_;  // [out]
   KernelMode kernels_ = KernelMode::stock;
+  int in_dims_ = 0, out_dims_ = 0;
+  int adapter_site_ = -1;
 };
 
 class Embedding {

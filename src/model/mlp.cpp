@@ -26,20 +26,20 @@ mx::array Mlp::activate(const mx::array& x) const {
   throw std::logic_error("unknown MLP activation");
 }
 
-mx::array Mlp::operator()(const mx::array& x) const {
-  if (!gate_proj) return down_proj(activate(up_proj(x)));
-  auto gate_up = Linear::apply_all(x, {&*gate_proj, &up_proj});
+mx::array Mlp::operator()(const mx::array& x, const RowAdapters& adapters) const {
+  if (!gate_proj) return down_proj(activate(up_proj(x, adapters)), adapters);
+  auto gate_up = Linear::apply_all(x, {&*gate_proj, &up_proj}, adapters);
   const auto &gate = gate_up[0], &up = gate_up[1];
   const bool has_kernel =
       activation == MlpActivation::silu || activation == MlpActivation::gelu_approx;
   if (kernels == KernelMode::fast && has_kernel) {
     auto kind = activation == MlpActivation::gelu_approx ? kernels::GatedActivation::gelu_approx
                                                          : kernels::GatedActivation::silu;
-    return down_proj(kernels::gated_activation_fast(gate, up, kind));
+    return down_proj(kernels::gated_activation_fast(gate, up, kind), adapters);
   }
   // swiglu is one compiled function in mlx-lm; the others multiply after.
-  if (activation == MlpActivation::silu) return down_proj(swiglu(gate, up));
-  return down_proj(mx::multiply(activate(gate), up));
+  if (activation == MlpActivation::silu) return down_proj(swiglu(gate, up), adapters);
+  return down_proj(mx::multiply(activate(gate), up), adapters);
 }
 
 }  // namespace mlx_cpp

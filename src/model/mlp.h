@@ -4,7 +4,9 @@
 #include <mlx/array.h>
 
 #include <optional>
+#include <string>
 
+#include "model/adapter_sites.h"
 #include "model/layers.h"
 #include "model/transformer_spec.h"
 
@@ -21,7 +23,13 @@ struct Mlp {
   MlpActivation activation = MlpActivation::silu;
   std::optional<XieluParameters> xielu;
   KernelMode kernels = KernelMode::stock;
-  mlx::core::array operator()(const mlx::core::array& x) const;
+  mlx::core::array operator()(const mlx::core::array& x, const RowAdapters& adapters) const;
+  // Records its projections as adapter sites under `prefix` ("…mlp.").
+  void register_adapter_sites(AdapterSites& sites, const std::string& prefix, int layer) {
+    if (gate_proj) sites.add(prefix + "gate_proj", layer, *gate_proj);
+    sites.add(prefix + "up_proj", layer, up_proj);
+    sites.add(prefix + "down_proj", layer, down_proj);
+  }
   size_t bytes() const {
     return (gate_proj ? gate_proj->bytes() : 0) + up_proj.bytes() + down_proj.bytes();
   }

@@ -15,6 +15,9 @@ SwitchLinear SwitchLinear::load(WeightStore& weights, const QuantizationConfig& 
                                 const std::string& path, int experts, int in_dims, int out_dims,
                                 bool has_bias) {
   SwitchLinear layer;
+  layer.experts_ = experts;
+  layer.in_dims_ = in_dims;
+  layer.out_dims_ = out_dims;
   layer.quantized_ = load_quantized(weights, quantization, path, in_dims, out_dims, {experts});
   if (!layer.quantized_) {
     layer.dense_ = weights.take(path + ".weight", mx::Shape{experts, out_dims, in_dims});
@@ -31,7 +34,7 @@ SwitchLinear SwitchLinear::load(WeightStore& weights, const QuantizationConfig& 
 }
 
 mx::array SwitchLinear::operator()(const mx::array& x, const mx::array& indices,
-                                   bool sorted_indices) const {
+                                   bool sorted_indices, const RowAdapters& adapters) const {
   auto y =
       quantized_
           ? mx::gather_qmm(x, quantized_->packed, quantized_->scales, quantized_->biases,
@@ -40,7 +43,7 @@ mx::array SwitchLinear::operator()(const mx::array& x, const mx::array& indices,
                            sorted_indices)
           : mx::gather_mm(x, mx::swapaxes(*dense_, -1, -2), std::nullopt, indices, sorted_indices);
   if (bias_) y = mx::add(y, mx::expand_dims(mx::take(*bias_, indices, 0), -2));
-  return y;
+  return adapters.apply_switch(adapter_site_, x, y, indices, sorted_indices);
 }
 
 size_t SwitchLinear::bytes() const {
@@ -103,9 +106,9 @@ ExpertChoice SparseMoe::sparsemixer(const mx::array& gates) const {
   return {mx::concatenate(indices, -1), mx::concatenate(weights, -1)};
 }
 
-ExpertChoice SparseMoe::route(const mx::array& x) const {
+ExpertChoice SparseMoe::route(const mx::array& x, const RowAdapters& adapters) const {
   const int k = spec_.top_k, experts = spec_.num_experts;
-  auto logits = gate_(x);
+  auto logits = gate_(x, adapters);
   if (spec_.scoring == RouterScoring::sparsemixer) return sparsemixer(logits);
   // `scores` give the weights, `selection` picks the experts.
   mx::array scores = logits;
@@ -159,7 +162,8 @@ ExpertChoice SparseMoe::route(const mx::array& x) const {
   return {indices, weights};
 }
 
-mx::array SparseMoe::experts(const mx::array& x, const mx::array& indices) const {
+mx::array SparseMoe::experts(const mx::array& x, const mx::array& indices,
+                             const RowAdapters& adapters) const {
   auto input = mx::expand_dims(x, {-2, -3});  // [..., 1, 1, hidden]
   // Many tokens: sort them by expert, so each expert's weights are read
   // once (mlx-lm's threshold).
@@ -175,20 +179,38 @@ mx::array SparseMoe::experts(const mx::array& x, const mx::array& indices) const
         mx::take(mx::flatten(input, 0, -3), mx::floor_divide(order, mx::array(k, mx::uint32)), 0);
     chosen = mx::take(flat, order, 0);
   }
-  auto up = up_proj_(input, chosen, sort);
-  auto gate = gate_proj_(input, chosen, sort);
-  auto out = down_proj_(swiglu(gate, up), chosen, sort);
+  auto up = up_proj_(input, chosen, sort, adapters);
+  auto gate = gate_proj_(input, chosen, sort, adapters);
+  auto out = down_proj_(swiglu(gate, up), chosen, sort, adapters);
   if (sort) out = mx::unflatten(mx::take(out, *inverse_order, 0), 0, indices.shape());
   return mx::squeeze(out, -2);
 }
 
-mx::array SparseMoe::operator()(const mx::array& x) const {
-  auto [indices, weights] = route(x);
-  auto y = experts(x, indices);
+mx::array SparseMoe::operator()(const mx::array& x, const RowAdapters& adapters) const {
+  const std::vector<int> expert_sites = {gate_proj_.adapter_site(), up_proj_.adapter_site(),
+                                         down_proj_.adapter_site()};
+  return adapters.by_row_groups(expert_sites, x,
+                                [this](const mx::array& rows, const RowAdapters& uniform) {
+                                  return apply_uniform(rows, uniform);
+                                });
+}
+
+void SparseMoe::register_adapter_sites(AdapterSites& sites, const std::string& prefix, int layer) {
+  sites.add(prefix + "gate", layer, gate_);
+  sites.add(prefix + "switch_mlp.gate_proj", layer, gate_proj_);
+  sites.add(prefix + "switch_mlp.up_proj", layer, up_proj_);
+  sites.add(prefix + "switch_mlp.down_proj", layer, down_proj_);
+  if (shared_) shared_->register_adapter_sites(sites, prefix + "shared_experts.", layer);
+  if (shared_gate_) sites.add(prefix + "shared_expert_gate", layer, *shared_gate_);
+}
+
+mx::array SparseMoe::apply_uniform(const mx::array& x, const RowAdapters& adapters) const {
+  auto [indices, weights] = route(x, adapters);
+  auto y = experts(x, indices, adapters);
   y = mx::astype(mx::sum(mx::multiply(y, mx::expand_dims(weights, -1)), -2), y.dtype());
   if (!shared_) return y;
-  auto shared = (*shared_)(x);
-  if (shared_gate_) shared = mx::multiply(mx::sigmoid((*shared_gate_)(x)), shared);
+  auto shared = (*shared_)(x, adapters);
+  if (shared_gate_) shared = mx::multiply(mx::sigmoid((*shared_gate_)(x, adapters)), shared);
   return mx::add(y, shared);
 }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "model/adapter_sites.h"
 #include "model/layers.h"
 #include "model/mlp.h"
 #include "model/transformer_spec.h"
@@ -28,10 +29,17 @@ class SwitchLinear {
                            bool has_bias);
   // x [..., 1, in] (or [n, 1, in] sorted), indices [...] → [..., 1, out].
   mlx::core::array operator()(const mlx::core::array& x, const mlx::core::array& indices,
-                              bool sorted_indices) const;
+                              bool sorted_indices, const RowAdapters& adapters) const;
   size_t bytes() const;
+  int experts() const { return experts_; }
+  int input_dims() const { return in_dims_; }
+  int output_dims() const { return out_dims_; }
+  int adapter_site() const { return adapter_site_; }
+  void set_adapter_site(int site) { adapter_site_ = site; }
 
  private:
+  int experts_ = 0, in_dims_ = 0, out_dims_ = 0;
+  int adapter_site_ = -1;
   std::optional<mlx::core::array> dense_;
   std::optional<QuantizedTensor> quantized_;
   std::optional<mlx::core::array> bias_;
@@ -47,16 +55,23 @@ class SparseMoe {
   static SparseMoe load(WeightStore& weights, const QuantizationConfig& quantization,
                         const std::string& prefix, const MoeSpec& spec, int hidden,
                         KernelMode kernels);
-  // x [..., hidden] → [..., hidden]
-  mlx::core::array operator()(const mlx::core::array& x) const;
-  ExpertChoice route(const mlx::core::array& x) const;
+  // x [B, L, hidden] → [B, L, hidden]; rows whose adapters differ on
+  // the experts run as batches of their own.
+  mlx::core::array operator()(const mlx::core::array& x, const RowAdapters& adapters) const;
+  ExpertChoice route(const mlx::core::array& x, const RowAdapters& adapters) const;
+  // Records the router, the experts and the shared experts as adapter
+  // sites under `prefix` ("…mlp.").
+  void register_adapter_sites(AdapterSites& sites, const std::string& prefix, int layer);
   size_t bytes() const;
   // What one token reads: the router, k of the experts, the shared ones.
   size_t bytes_per_token() const;
 
  private:
   // mlx-lm's SwitchGLU: [..., hidden] and [..., k] → [..., k, hidden].
-  mlx::core::array experts(const mlx::core::array& x, const mlx::core::array& indices) const;
+  mlx::core::array experts(const mlx::core::array& x, const mlx::core::array& indices,
+                           const RowAdapters& adapters) const;
+  // The whole block for rows that share their expert adapters.
+  mlx::core::array apply_uniform(const mlx::core::array& x, const RowAdapters& adapters) const;
   ExpertChoice sparsemixer(const mlx::core::array& logits) const;
 
   MoeSpec spec_;

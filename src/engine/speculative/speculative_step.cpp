@@ -18,16 +18,16 @@ bool trimmable_after(const CacheList& caches, int tokens) {
 // Logits [L, vocab] of `tokens` fed after the caches. `stepwise`: every
 // position as its own decode step computes it.
 mx::array forward_tokens(const LanguageModel& model, const std::vector<int>& tokens,
-                         CacheList& caches, bool stepwise) {
+                         CacheList& caches, bool stepwise, const AdapterStack* adapters) {
   const int length = static_cast<int>(tokens.size());
   mx::array logits = mx::array(0.0f);
   if (stepwise) {
     ForwardBatch batch;
     batch.consecutive_positions = true;
-    batch.rows.assign(length, BatchRow{&caches, std::nullopt});
+    batch.rows.assign(length, BatchRow{&caches, std::nullopt, adapters});
     logits = model.forward_batch(mx::array(tokens.data(), {length, 1}, mx::int32), batch);
   } else {
-    logits = model.forward(mx::array(tokens.data(), {1, length}, mx::int32), caches);
+    logits = model.forward(mx::array(tokens.data(), {1, length}, mx::int32), caches, adapters);
   }
   return mx::reshape(logits, {length, logits.shape(2)});
 }
@@ -130,7 +130,7 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSche
   // step (on the fast path the fused one, with the same logits).
   const bool stepwise = (runtime.kernels() == KernelMode::fast || !trimmable) && fed.size() > 1;
   const auto verify_start = std::chrono::steady_clock::now();
-  auto logits = forward_tokens(runtime.model(), fed, caches, stepwise);
+  auto logits = forward_tokens(runtime.model(), fed, caches, stepwise, options.adapters.get());
   apply_kv_cache_scheme(caches, options.kv_cache);
 
   std::vector<mx::array> logprobs;
@@ -156,7 +156,8 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSche
   if (accepted < proposed) {
     if (snapshot) {
       caches = std::move(*snapshot);
-      forward_tokens(runtime.model(), {fed.begin(), fed.begin() + 1 + accepted}, caches, true);
+      forward_tokens(runtime.model(), {fed.begin(), fed.begin() + 1 + accepted}, caches, true,
+                     options.adapters.get());
       apply_kv_cache_scheme(caches, options.kv_cache);
       evaluate_cache_state(caches);
     } else {
