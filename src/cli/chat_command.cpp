@@ -16,6 +16,7 @@
 #include "chat/output_parser.h"
 #include "cli/command.h"
 #include "cli/model_argument.h"
+#include "engine/adapter_registry.h"
 #include "engine/session.h"
 #include "io/error.h"
 
@@ -48,6 +49,7 @@ struct ChatArguments {
   KvCacheArguments kv_cache;
   std::string chat_template_file;
   int reasoning_budget = -1;
+  std::vector<std::string> adapters;
 };
 
 class Chat {
@@ -57,6 +59,8 @@ class Chat {
         session_(std::move(session)),
         interactive_(isatty(STDIN_FILENO)),
         color_(isatty(STDOUT_FILENO)) {
+    adapters_ = load_adapter_stack(session_->runtime().model(),
+                                   {args.adapters.begin(), args.adapters.end()});
     reset(args.system);
   }
 
@@ -129,6 +133,7 @@ class Chat {
     request.options.sampler = args_.sampling.to_options();
     request.options.speculative = args_.speculative.to_options();
     request.options.kv_cache = args_.kv_cache.to_scheme();
+    request.options.adapters = adapters_;
     auto result = session_->generate(request, [&](const TextChunk& chunk) {
       show(parser.feed(chunk.text));
       return !interrupted.load();
@@ -150,6 +155,7 @@ class Chat {
   }
 
   ChatArguments args_;
+  std::shared_ptr<const AdapterStack> adapters_;
   std::unique_ptr<Session> session_;
   bool interactive_;
   bool color_;                 // stdout is a terminal: reasoning is dimmed
@@ -174,6 +180,7 @@ void register_chat_command(CLI::App& app) {
   add_kernels_option(command, args->kernels);
   add_speculative_options(command, args->speculative);
   add_kv_cache_options(command, args->kv_cache);
+  add_adapter_option(command, args->adapters);
   command
       ->add_option("--chat-template-file", args->chat_template_file,
                    "A Jinja chat template to use instead of the model's")

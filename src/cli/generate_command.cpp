@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/model_argument.h"
+#include "engine/adapter_registry.h"
 #include "engine/cached_prompt.h"
 #include "engine/session.h"
 #include "io/error.h"
@@ -27,6 +28,7 @@ struct GenerateArguments {
   SpeculativeArguments speculative;
   KvCacheArguments kv_cache;
   std::string prompt_cache_file;
+  std::vector<std::string> adapters;
   bool model_given = false;
 };
 
@@ -105,6 +107,8 @@ void run_generate(const GenerateArguments& args) {
   options.penalties.repetition_context_size = args.repetition_context_size;
   options.speculative = speculative;
   options.kv_cache = args.kv_cache.to_scheme();
+  options.adapters =
+      load_adapter_stack(runtime.model(), {args.adapters.begin(), args.adapters.end()});
   auto result = session->generate(request, [](const TextChunk& chunk) {
     std::cout << chunk.text << std::flush;
     return true;
@@ -143,6 +147,7 @@ void register_generate_command(CLI::App& app) {
   add_kernels_option(command, args->kernels);
   add_speculative_options(command, args->speculative);
   add_kv_cache_options(command, args->kv_cache);
+  add_adapter_option(command, args->adapters);
   command->add_option("--prompt-cache-file", args->prompt_cache_file,
                       "Continue from a prompt-cache file (cache-prompt, or mlx-lm's)");
   command->callback([args, model] {

@@ -115,4 +115,9 @@ KernelMode parse_kernel_mode(const std::string& name) {
   throw Error("--kernels must be fast or stock, not '" + name + "'");
 }
 
+void add_adapter_option(CLI::App* command, std::vector<std::string>& adapters) {
+  command->add_option("--adapter", adapters,
+                      "LoRA/DoRA adapter directory in mlx-lm's format (repeatable: stacked)");
+}
+
 }  // namespace mlx_cpp::cli

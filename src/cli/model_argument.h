@@ -69,4 +69,7 @@ struct KvCacheArguments {
 };
 void add_kv_cache_options(CLI::App* command, KvCacheArguments& kv_cache);
 
+// --adapter DIR (repeatable: stacked in order), generate and chat.
+void add_adapter_option(CLI::App* command, std::vector<std::string>& adapters);
+
 }  // namespace mlx_cpp::cli

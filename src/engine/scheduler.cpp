@@ -89,6 +89,10 @@ void Scheduler::validate(TextRequest& request) const {
     check_cached_prompt_scheme(request.cached_prompt->caches, options.kv_cache);
     if (options.speculative.enabled())
       throw Error("speculative decoding does not continue a cached prompt (the draft has none)");
+    if (options.adapters)
+      throw Error(
+          "a prompt-cache file holds the base model's keys and values: it is not continued "
+          "with adapters");
   }
   if (options.speculative.enabled()) {
     validate_speculative_options(options.speculative);

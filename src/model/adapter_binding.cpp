@@ -17,10 +17,6 @@ namespace mx = mlx::core;
 
 namespace {
 
-struct ModuleTensors {
-  std::optional<mx::array> a, b, m;
-};
-
 // One projection an adapter module lands on (a fused module: several).
 struct Placement {
   std::string module;
@@ -107,8 +103,10 @@ std::optional<std::string> refusal_by_config(const std::string& module, const st
   return std::nullopt;
 }
 
-std::map<std::string, ModuleTensors> group_by_module(const AdapterFiles& files) {
-  std::map<std::string, ModuleTensors> modules;
+}  // namespace
+
+std::map<std::string, AdapterModuleTensors> adapter_modules(const AdapterFiles& files) {
+  std::map<std::string, AdapterModuleTensors> modules;
   for (const auto& [full_name, tensor] : files.tensors) {
     auto name = full_name;
     if (name.rfind("language_model.", 0) == 0) name = name.substr(15);
@@ -132,6 +130,8 @@ std::map<std::string, ModuleTensors> group_by_module(const AdapterFiles& files) 
   }
   return modules;
 }
+
+namespace {
 
 void expect_shape(const mx::array& tensor, const mx::Shape& shape, const std::string& name) {
   if (tensor.shape() != shape)
@@ -185,11 +185,14 @@ std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files, cons
   adapter->name = name;
   adapter->directory = files.directory.string();
   adapter->fine_tune_type = files.fine_tune_type;
+  adapter->fingerprint = files.fingerprint;
+  adapter->rank = files.rank;
+  adapter->scale = files.scale;
   adapter->by_site.resize(sites.size());
   adapter->touches_layer.resize(spec.num_layers, false);
   const auto where = "adapter " + files.directory.string() + ": ";
   std::vector<mx::array> arrays;
-  for (const auto& [module, tensors] : group_by_module(files)) {
+  for (const auto& [module, tensors] : adapter_modules(files)) {
     // The checkpoint's renames, then a fused projection's parts.
     auto renamed = rewrite_name(module + ".", spec.weight_names);
     renamed.pop_back();

@@ -6,7 +6,9 @@
 // one of them with the shape the module gives it. Checkpoint renames and
 // fused projections are followed: an update of a fused projection (phi3's
 // qkv_proj) is split by output rows as the projection is.
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "model/adapter_files.h"
@@ -15,6 +17,14 @@
 #include "model/transformer_spec.h"
 
 namespace mlx_cpp {
+
+// An adapter module's tensors, by the module's path as the adapter names
+// it (a leading "language_model." dropped).
+struct AdapterModuleTensors {
+  std::optional<mlx::core::array> a, b, m;  // lora_a, lora_b, DoRA's m
+};
+// Throws Error for a tensor that is no adapter parameter.
+std::map<std::string, AdapterModuleTensors> adapter_modules(const AdapterFiles& files);
 
 // Throws Error naming the tensor and what is wrong with it.
 std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files, const std::string& name,

@@ -52,12 +52,13 @@ AdapterStack::AdapterStack(std::vector<Entry> entries) : entries_(std::move(entr
   std::ostringstream identity;
   for (const auto& entry : entries_) {
     if (!entry.adapter) throw Error("adapter stack: an entry has no adapter");
-    if (entry.adapter->fine_tune_type == "dora" && entries_.size() > 1)
+    const bool dora = entry.adapter->fine_tune_type == "dora";
+    if (dora && (entries_.size() > 1 || entry.weight != 1.0f))
       throw Error("adapter " + entry.adapter->name +
-                  " is a DoRA adapter: it rescales the whole projection, so it cannot be "
-                  "stacked with other adapters");
+                  " is a DoRA adapter: it rescales the whole projection, so it is not stacked "
+                  "with other adapters or weighted");
     if (identity.tellp() > 0) identity << "+";
-    identity << entry.adapter->name << "@" << entry.adapter->directory;
+    identity << entry.adapter->name << "@" << entry.adapter->fingerprint.substr(0, 16);
     if (entry.weight != 1.0f) identity << "*" << entry.weight;
     const auto& sites = entry.adapter->by_site;
     if (by_site_.size() < sites.size()) by_site_.resize(sites.size());

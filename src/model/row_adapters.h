@@ -45,6 +45,9 @@ struct BoundAdapter {
   std::string name;
   std::string directory;
   std::string fine_tune_type;  // "lora" or "dora"
+  std::string fingerprint;     // of its files (AdapterFiles::fingerprint)
+  int rank = 0;
+  float scale = 1.0f;
   std::vector<std::optional<LowRankUpdate>> by_site;
   std::vector<bool> touches_layer;  // per block
   bool touches_head = false;        // an update outside the blocks (lm_head)
@@ -58,16 +61,17 @@ class AdapterStack {
     std::shared_ptr<const BoundAdapter> adapter;
     float weight = 1.0f;
   };
-  // Throws Error when DoRA is stacked with another adapter (its magnitude
-  // rescales the whole output, so the sum has no meaning mlx-lm gives it).
+  // Throws Error when DoRA is stacked with another adapter or weighted (its
+  // magnitude rescales the whole output, so neither has a meaning mlx-lm
+  // gives it).
   explicit AdapterStack(std::vector<Entry> entries);
 
   const std::vector<StackedUpdate>& at(int site) const;
   bool touches_layer(std::size_t layer) const;
   bool touches_head() const { return touches_head_; }
   const std::vector<Entry>& entries() const { return entries_; }
-  // "name" or "name*weight+name…": what a prefix-cache entry is keyed by
-  // (with the adapters' directories, unique per mounted adapter).
+  // What a prefix-cache entry is keyed by: each adapter's name, the
+  // fingerprint of its files and its weight, in order.
   const std::string& identity() const { return identity_; }
 
  private:

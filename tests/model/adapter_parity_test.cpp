@@ -3,12 +3,15 @@
 // LoRA on a few projections and the head in bfloat16, DoRA) gives the
 // logits of mlx-lm's load(..., adapter_path=...) bit for bit: its
 // generation loop's every step, its greedy tokens, and a full forward.
+// Fusing writes the tensors mlx_lm.fuse writes, bit for bit.
 #include <gtest/gtest.h>
+#include <mlx/io.h>
 #include <mlx/ops.h>
 
 #include "engine/token_generator.h"
 #include "golden_case.h"
 #include "model/adapter_files.h"
+#include "model/fuse_adapter.h"
 #include "model/language_model.h"
 
 namespace mlx_cpp {
@@ -88,6 +91,39 @@ TEST_P(AdapterParity, WithoutAdaptersTheModelIsUnchanged) {
       mx::array(ids.data(), {1, static_cast<int>(ids.size())}, mx::int32), caches);
   auto base = GoldenCase::load(GetParam());
   EXPECT_EQ(compare_exact(mx::squeeze(logits, 0), base.logits.at("short.forward")), "");
+}
+
+TEST_P(AdapterParity, FuseWritesMlxLmsTensorsAndLogits) {
+  int checked = 0;
+  for (const auto& [adapter, entry] : golden_.goldens["adapters"].items()) {
+    if (!entry.value("fused", false)) continue;
+    SCOPED_TRACE("adapter " + adapter);
+    const auto out =
+        std::filesystem::path(::testing::TempDir()) / ("fused_" + GetParam() + "_" + adapter);
+    std::filesystem::remove_all(out);
+    auto report = fuse_adapter(GoldenCase::load(GetParam()).model_directory,
+                               golden_.directory / adapter, out, /*dequantize=*/false);
+    EXPECT_GT(report.fused_projections, 0);
+    auto ours = mx::load_safetensors((out / "model.safetensors").string()).first;
+    auto theirs =
+        mx::load_safetensors((golden_.directory / adapter / "fused" / "model.safetensors").string())
+            .first;
+    EXPECT_EQ(ours.size(), theirs.size());
+    for (const auto& [name, tensor] : theirs) {
+      ASSERT_TRUE(ours.count(name)) << name;
+      EXPECT_EQ(compare_exact(ours.at(name), tensor), "") << name;
+    }
+    auto fused = load_model(out);
+    auto ids = prompt("short");
+    auto caches = fused.model->make_caches();
+    auto logits = fused.model->forward(
+        mx::array(ids.data(), {1, static_cast<int>(ids.size())}, mx::int32), caches);
+    EXPECT_EQ(compare_exact(mx::squeeze(logits, 0), golden_.logits.at(adapter + ".fused_forward")),
+              "");
+    std::filesystem::remove_all(out);
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllArchitectures, AdapterParity, ::testing::ValuesIn(adapter_cases()),
