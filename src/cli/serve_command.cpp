@@ -43,7 +43,20 @@ struct ServeArguments {
   std::string tool_call_format = "auto";
   std::string reasoning_format = "auto";
   std::string chat_template_file;
+  std::vector<std::string> adapters;  // NAME=DIR
 };
+
+// serve --adapter NAME=DIR, each mounted when the model loads.
+server::SchedulerBackend::AdapterMounts adapter_mounts(const std::vector<std::string>& values) {
+  server::SchedulerBackend::AdapterMounts mounts;
+  for (const auto& value : values) {
+    const auto equals = value.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == value.size())
+      throw Error("--adapter " + value + ": expected NAME=DIR");
+    mounts.emplace_back(value.substr(0, equals), value.substr(equals + 1));
+  }
+  return mounts;
+}
 
 // A /proc/meminfo field in bytes (0 where it cannot be read).
 std::size_t meminfo_bytes(const std::string& field) {
@@ -143,12 +156,13 @@ void run_serve(const ServeArguments& args) {
   const server::SchedulerBackend::RequestDefaults defaults{args.speculative.to_options(),
                                                            args.kv_cache.to_scheme()};
   const auto draft_directory = args.speculative.draft_directory();
+  const auto mounts = adapter_mounts(args.adapters);
   server::EngineThread engine(
-      [directory, options, scheduling, defaults, draft_directory] {
+      [directory, options, scheduling, defaults, draft_directory, mounts] {
         auto runtime = ModelRuntime::open(directory, options);
         auto draft = draft_directory ? ModelRuntime::open(*draft_directory, options) : nullptr;
         return std::make_unique<server::SchedulerBackend>(std::move(runtime), scheduling,
-                                                          std::move(draft), defaults);
+                                                          std::move(draft), defaults, mounts);
       },
       model_id, args.config.max_queue);
   auto milliseconds = [](double seconds) {
@@ -266,6 +280,12 @@ void register_serve_command(CLI::App& app) {
       ->add_option("--ssd-cache-bytes", args->ssd_cache_bytes,
                    "Bytes of files the SSD cache may hold (least recently used go first)")
       ->capture_default_str();
+  command->add_option("--adapter", args->adapters,
+                      "Mount a LoRA/DoRA adapter directory as NAME=DIR (repeatable); requests "
+                      "choose it with \"adapter\": \"NAME\" or model \"<model>:NAME\"");
+  command->add_option("--adapter-dir", config.adapter_dir,
+                      "Folder of adapter directories: GET /v1/adapters/available lists them, "
+                      "POST /v1/adapters mounts them by name");
   command->add_option("--cors-origin", config.cors_origin,
                       "Allow browser requests from this origin ('*' for any)");
   command

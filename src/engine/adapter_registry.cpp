@@ -81,8 +81,9 @@ std::shared_ptr<const AdapterStack> AdapterRegistry::resolve(
       if (found == mounted_.end()) {
         std::string names;
         for (const auto& [name, adapter] : mounted_) names += (names.empty() ? "" : ", ") + name;
-        throw Error("no adapter named " + choice.name + " is mounted" +
-                    (names.empty() ? std::string(" (none are)") : " (mounted: " + names + ")"));
+        throw AdapterNotFound(
+            "no adapter named " + choice.name + " is mounted" +
+            (names.empty() ? std::string(" (none are)") : " (mounted: " + names + ")"));
       }
       entries.push_back({found->second, choice.weight});
     }

@@ -13,9 +13,16 @@
 #include <utility>
 #include <vector>
 
+#include "io/error.h"
 #include "model/language_model.h"
 
 namespace mlx_cpp {
+
+// A request named an adapter that is not mounted.
+class AdapterNotFound : public Error {
+ public:
+  using Error::Error;
+};
 
 // One adapter of a stack as a request names it.
 struct AdapterChoice {

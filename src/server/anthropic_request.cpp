@@ -263,6 +263,7 @@ bool present(const Json& body, const char* name) {
 Json openai_chat_body(const Json& body, AnthropicRoute route) {
   Json openai = {{"messages", translate_messages(body)}};
   if (auto model = optional_string(body, "model")) openai["model"] = *model;
+  if (body.contains("adapter")) openai["adapter"] = body["adapter"];
   if (route == AnthropicRoute::messages) {
     if (!present(body, "max_tokens"))
       throw invalid_request("'max_tokens' is required", "max_tokens");

@@ -5,14 +5,17 @@
 // SchedulerBackend is the real engine (a ModelRuntime and a Scheduler);
 // tests use a scripted fake, which keeps the HTTP layer testable without
 // weights.
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "engine/adapter_registry.h"
 #include "engine/model_runtime.h"
 #include "engine/scheduler.h"
+#include "io/error.h"
 
 namespace mlx_cpp::server {
 
@@ -50,6 +53,20 @@ class Backend {
   virtual SchedulerCounts counts() const = 0;
   // Puts every cached prompt on disk, where there is an SSD cache.
   virtual void flush_prompt_cache() {}
+
+  // Adapters (docs/lora.md). adapters() and resolve_adapters() are
+  // thread-safe; mount and unmount run on the engine thread. A backend
+  // without an adapter registry refuses them.
+  virtual std::vector<AdapterRegistry::Mounted> adapters() const { return {}; }
+  virtual std::shared_ptr<const AdapterStack> resolve_adapters(
+      const std::vector<AdapterChoice>& choices) const {
+    if (choices.empty()) return nullptr;
+    throw Error("this server serves no adapters");
+  }
+  virtual void mount_adapter(const std::string& name, const std::filesystem::path&) {
+    throw Error("this server cannot mount adapter " + name);
+  }
+  virtual bool unmount_adapter(const std::string&) { return false; }
 };
 
 // Built on the engine thread (loading can take a while; /health says 503
@@ -64,16 +81,20 @@ class SchedulerBackend : public Backend {
     SpeculativeOptions speculative;
     KvCacheScheme kv_cache;
   };
+  // Adapters mounted at start (serve --adapter NAME=DIR).
+  using AdapterMounts = std::vector<std::pair<std::string, std::filesystem::path>>;
   // draft: the model that drafts for requests speculating with a draft
   // model (may be null).
   SchedulerBackend(std::unique_ptr<ModelRuntime> runtime, const SchedulerOptions& options,
                    std::unique_ptr<ModelRuntime> draft = nullptr,
-                   const RequestDefaults& defaults = {})
+                   const RequestDefaults& defaults = {}, const AdapterMounts& mounts = {})
       : runtime_(std::move(runtime)),
         draft_(std::move(draft)),
         defaults_(defaults),
-        scheduler_(*runtime_, options, draft_.get()) {
+        scheduler_(*runtime_, options, draft_.get()),
+        adapters_(runtime_->model()) {
     validate_kv_cache_scheme(defaults_.kv_cache, runtime_->model());
+    for (const auto& [name, directory] : mounts) adapters_.mount(name, directory);
   }
   int context_size() const override { return runtime_->context_size(); }
   int vocab_size() const override { return runtime_->model().vocab_size(); }
@@ -112,12 +133,22 @@ class SchedulerBackend : public Backend {
   void step() override { scheduler_.step(); }
   void flush_prompt_cache() override { scheduler_.flush_prompt_cache(); }
   SchedulerCounts counts() const override { return scheduler_.counts(); }
+  std::vector<AdapterRegistry::Mounted> adapters() const override { return adapters_.list(); }
+  std::shared_ptr<const AdapterStack> resolve_adapters(
+      const std::vector<AdapterChoice>& choices) const override {
+    return adapters_.resolve(choices);
+  }
+  void mount_adapter(const std::string& name, const std::filesystem::path& directory) override {
+    adapters_.mount(name, directory);
+  }
+  bool unmount_adapter(const std::string& name) override { return adapters_.unmount(name); }
 
  private:
   std::unique_ptr<ModelRuntime> runtime_;
   std::unique_ptr<ModelRuntime> draft_;
   RequestDefaults defaults_;
   Scheduler scheduler_;
+  AdapterRegistry adapters_;
 };
 
 }  // namespace mlx_cpp::server

@@ -196,6 +196,11 @@ void serve_generation(RouteContext& context, httplib::Response& response, const 
                       std::chrono::steady_clock::time_point arrival) {
   const Backend* backend = context.engine.backend();
   if (!backend) throw ApiError(503, "unavailable_error", "the model is still loading");
+  try {
+    request.text.options.adapters = backend->resolve_adapters(request.adapters);
+  } catch (const AdapterNotFound& error) {
+    throw ApiError(404, "not_found_error", error.what(), "adapter", "adapter_not_found");
+  }
   auto prompt = render_prompt(*backend, request);
   if (request.grammar)
     request.text.grammar =

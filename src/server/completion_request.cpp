@@ -3,6 +3,7 @@
 #include "io/error.h"
 #include "model/logits_processors.h"
 #include "model/sampler.h"
+#include "server/adapter_request.h"
 #include "server/api_error.h"
 #include "server/chat_request.h"
 #include "server/request_fields.h"
@@ -195,6 +196,7 @@ CompletionRequest parse_common(const nlohmann::ordered_json& body, const ModelIn
                request);
   request.text.stop = parse_stop(body);
   parse_stream(body, request);
+  request.adapters = parse_adapter_choices(body, model.id);
   if (auto structured = parse_structured_output(body)) {
     request.grammar = std::move(structured->spec);
     request.grammar_field = structured->field;

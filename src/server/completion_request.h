@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chat/output_format.h"
+#include "engine/adapter_registry.h"
 #include "engine/session.h"
 
 namespace mlx_cpp::server {
@@ -55,6 +56,8 @@ struct CompletionRequest {
   // Structured output (response_format, structured_outputs, grammar, ...).
   std::optional<grammar::GrammarSpec> grammar;
   std::string grammar_field;  // the request field that gave it
+  // The adapters it asks for (adapter_request.h), resolved when served.
+  std::vector<AdapterChoice> adapters;
 };
 
 // Throws ApiError (400) naming the field for any invalid input.

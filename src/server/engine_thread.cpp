@@ -183,6 +183,35 @@ void EngineThread::flush_if_requested() {
   changed_.notify_all();
 }
 
+void EngineThread::run_on_engine(std::function<void(Backend&)> task) {
+  std::future<void> done;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ != EngineState::ready)
+      throw ApiError(503, "unavailable_error", "the model is not ready");
+    tasks_.push_back({std::move(task), {}});
+    done = tasks_.back().done.get_future();
+  }
+  changed_.notify_all();
+  done.get();
+}
+
+void EngineThread::run_tasks() {
+  std::deque<EngineTask> tasks;
+  {
+    std::lock_guard lock(mutex_);
+    tasks.swap(tasks_);
+  }
+  for (auto& task : tasks) {
+    try {
+      task.run(*backend_);
+      task.done.set_value();
+    } catch (...) {
+      task.done.set_exception(std::current_exception());
+    }
+  }
+}
+
 void EngineThread::run_loop() {
   if (!load_backend()) return;
   while (true) {
@@ -192,7 +221,7 @@ void EngineThread::run_loop() {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [this] {
         return stop_requested_ || !queue_.empty() || !running_.empty() ||
-               flushes_requested_ != flushes_done_;
+               flushes_requested_ != flushes_done_ || !tasks_.empty();
       });
       incoming.swap(queue_);
       running_count_ += incoming.size();
@@ -217,6 +246,7 @@ void EngineThread::run_loop() {
       counts_ = backend_->counts();
     }
     flush_if_requested();
+    run_tasks();
     if (stopping && running_.empty()) {
       // What the prefix cache holds survives the restart, where there is
       // an SSD cache: written before the thread ends.
@@ -252,6 +282,14 @@ void EngineThread::shutdown(std::chrono::milliseconds grace) {
   }
   for (auto& job : abandoned)
     job.channel->push(error_response(ApiError(503, "unavailable_error", "server is stopping")));
+  std::deque<EngineTask> unrun;
+  {
+    std::lock_guard lock(mutex_);
+    unrun.swap(tasks_);
+  }
+  for (auto& task : unrun)
+    task.done.set_exception(
+        std::make_exception_ptr(ApiError(503, "unavailable_error", "server is stopping")));
 }
 
 }  // namespace mlx_cpp::server

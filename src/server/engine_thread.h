@@ -10,6 +10,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,6 +66,10 @@ class EngineThread {
   // (POST /admin/cache/flush): returns once the engine thread did, between
   // two steps. Throws ApiError 503 unless the model is ready.
   void flush_prompt_cache();
+  // Runs `task` on the engine thread between two steps and returns once it
+  // did, rethrowing what it threw (work on the model's arrays, such as
+  // mounting an adapter). Throws ApiError 503 unless the model is ready.
+  void run_on_engine(std::function<void(Backend&)> task);
 
   // Refuses new generations, lets queued and running ones finish for up
   // to `grace`, then cancels what is left (each answer still gets its last
@@ -95,6 +101,14 @@ class EngineThread {
   std::uint64_t flushes_requested_ = 0, flushes_done_ = 0;
   std::string flush_error_;
   void flush_if_requested();
+  // Tasks for the engine thread (guarded by mutex_): each is run once and
+  // its promise kept.
+  struct EngineTask {
+    std::function<void(Backend&)> run;
+    std::promise<void> done;
+  };
+  std::deque<EngineTask> tasks_;
+  void run_tasks();
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   std::thread thread_;

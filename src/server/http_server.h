@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -37,6 +38,9 @@ struct ServerConfig {
   // Reasoning tokens a request may think for before the engine ends the
   // block (-1: no limit); thinking_token_budget overrides it per request.
   int reasoning_budget = -1;
+  // Where GET /v1/adapters/available looks, and relative mount paths go
+  // (empty: none).
+  std::filesystem::path adapter_dir;
 };
 
 class HttpServer {

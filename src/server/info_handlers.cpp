@@ -52,11 +52,31 @@ const Backend& ready_backend(const EngineThread& engine) {
   return *backend;
 }
 
+// A mounted adapter as a model name ("<model>:<adapter>"), for clients
+// that can only choose a model.
+nlohmann::ordered_json adapter_model_entry(const EngineThread& engine, const std::string& name) {
+  auto info = engine.model_info();
+  return {{"id", engine.model_id() + ":" + name}, {"object", "model"},
+          {"created", info ? info->created : 0},  {"owned_by", "mlx-cpp"},
+          {"parent", engine.model_id()},          {"adapter", name}};
+}
+
+std::vector<std::string> mounted_adapter_names(const EngineThread& engine) {
+  std::vector<std::string> names;
+  if (const Backend* backend = engine.backend())
+    for (const auto& mounted : backend->adapters()) names.push_back(mounted.adapter->name);
+  return names;
+}
+
 }  // namespace
 
 void handle_models(RouteContext& context, const httplib::Request& request,
                    httplib::Response& response) {
+  const auto adapters = mounted_adapter_names(context.engine);
   if (request.matches.size() > 1) {
+    for (const auto& name : adapters)
+      if (request.matches[1] == context.engine.model_id() + ":" + name)
+        return set_json(response, 200, adapter_model_entry(context.engine, name));
     if (request.matches[1] != context.engine.model_id())
       throw ApiError(404, "not_found_error",
                      "model '" + request.matches[1].str() +
@@ -65,8 +85,9 @@ void handle_models(RouteContext& context, const httplib::Request& request,
                      "model", "model_not_found");
     return set_json(response, 200, model_entry(context.engine, context.config));
   }
-  set_json(response, 200,
-           {{"object", "list"}, {"data", {model_entry(context.engine, context.config)}}});
+  nlohmann::ordered_json data = {model_entry(context.engine, context.config)};
+  for (const auto& name : adapters) data.push_back(adapter_model_entry(context.engine, name));
+  set_json(response, 200, {{"object", "list"}, {"data", data}});
 }
 
 void handle_health(RouteContext& context, httplib::Response& response) {

@@ -323,6 +323,7 @@ ResponsesChatBody responses_chat_body(const Json& body, const Json& previous_ite
                 i < own_from ? "previous_response_id" : field("input", i - own_from));
   Json chat = {{"messages", builder.take_messages()}};
   if (auto model = optional_string(body, "model")) chat["model"] = *model;
+  if (body.contains("adapter")) chat["adapter"] = body["adapter"];
   if (auto limit = optional_integer(body, "max_output_tokens", 1))
     chat["max_completion_tokens"] = *limit;
   // Same names and meaning; parse_chat_request checks their values.

@@ -39,6 +39,17 @@ void register_routes(httplib::Server& http, RouteContext& context) {
   http.Get("/metrics",
            guarded([ctx](const auto&, auto& response) { handle_metrics(*ctx, response); }));
   http.Get("/stats", guarded([ctx](const auto&, auto& response) { handle_stats(*ctx, response); }));
+  http.Get("/v1/adapters",
+           guarded([ctx](const auto&, auto& response) { handle_list_adapters(*ctx, response); }));
+  http.Get("/v1/adapters/available", guarded([ctx](const auto&, auto& response) {
+             handle_available_adapters(*ctx, response);
+           }));
+  http.Post("/v1/adapters", guarded([ctx](const auto& request, auto& response) {
+              handle_mount_adapter(*ctx, request, response);
+            }));
+  http.Delete(R"(/v1/adapters/([^/]+))", guarded([ctx](const auto& request, auto& response) {
+                handle_unmount_adapter(*ctx, request.matches[1], response);
+              }));
   http.Post("/admin/cache/flush",
             guarded([ctx](const auto&, auto& response) { handle_cache_flush(*ctx, response); }));
 }
