@@ -20,8 +20,8 @@ using testing::GoldenCase;
 using testing::ScriptedRequest;
 
 const std::vector<std::string> kCases = {"llama_bf16",     "llama_q4",    "llama_untied_q4",
-                              "gemma3_text_q4", "phi3_q4",     "mixtral_f32",
-                              "mixtral_q4",     "qwen3_moe_q4"};
+                                         "gemma3_text_q4", "phi3_q4",     "mixtral_f32",
+                                         "mixtral_q4",     "qwen3_moe_q4"};
 
 struct Fixture {
   std::unique_ptr<ModelRuntime> runtime;
