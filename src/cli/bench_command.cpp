@@ -16,6 +16,7 @@
 
 #include "cli/command.h"
 #include "cli/model_argument.h"
+#include "engine/adapter_registry.h"
 #include "engine/decode_traffic.h"
 #include "engine/scheduler.h"
 #include "engine/token_generator.h"
@@ -37,6 +38,8 @@ struct BenchArguments {
   bool unfused = false;
   bool json = false;
   int batch = 1;
+  // Adapter directories the batch's rows take in turn (row b: b mod n).
+  std::vector<std::string> row_adapters;
   KvCacheArguments kv_cache;
 };
 
@@ -111,7 +114,8 @@ using Clock = std::chrono::steady_clock;
 // One run of `prompts` together: the aggregate tokens/s while every row
 // decodes (from the last row's first token to the first row's last).
 double batched_decode_rate(Scheduler& scheduler, const std::vector<std::vector<int>>& prompts,
-                           int tokens, const KvCacheScheme& kv_cache) {
+                           int tokens, const KvCacheScheme& kv_cache,
+                           const std::vector<std::shared_ptr<const AdapterStack>>& adapters) {
   std::vector<std::vector<Clock::time_point>> times(prompts.size());
   int finished = 0;
   for (std::size_t b = 0; b < prompts.size(); ++b) {
@@ -119,6 +123,7 @@ double batched_decode_rate(Scheduler& scheduler, const std::vector<std::vector<i
     request.prompt_ids = prompts[b];
     request.options.max_tokens = tokens;
     request.options.kv_cache = kv_cache;
+    if (!adapters.empty()) request.options.adapters = adapters[b % adapters.size()];
     SequenceSink sink;
     sink.on_chunk = [&times, b](const TextChunk&) {
       times[b].push_back(Clock::now());
@@ -155,10 +160,14 @@ void run_batch_bench(const BenchArguments& args, LoadedModel loaded, KernelMode 
   for (auto& prompt : prompts)
     for (auto& id : prompt) id = token(random);
   const auto kv_cache = args.kv_cache.to_scheme();
-  batched_decode_rate(scheduler, prompts, args.generate_tokens_count, kv_cache);  // warm-up
+  std::vector<std::shared_ptr<const AdapterStack>> adapters;
+  for (const auto& directory : args.row_adapters)
+    adapters.push_back(load_adapter_stack(runtime->model(), {directory}));
+  const int tokens = args.generate_tokens_count;
+  batched_decode_rate(scheduler, prompts, tokens, kv_cache, adapters);  // warm-up
   std::vector<double> rates;
   for (int run = 0; run < args.runs; ++run)
-    rates.push_back(batched_decode_rate(scheduler, prompts, args.generate_tokens_count, kv_cache));
+    rates.push_back(batched_decode_rate(scheduler, prompts, tokens, kv_cache, adapters));
   auto rate = summarize(rates);
   std::printf("model %s, kernels %s, threads %d, batch %d, prompt %d, generate %d, runs %d\n",
               args.model.c_str(), args.kernels.c_str(), kernels::kernel_threads(), args.batch,
@@ -166,7 +175,12 @@ void run_batch_bench(const BenchArguments& args, LoadedModel loaded, KernelMode 
   print_kernel_report(kernels);
   std::printf("aggregate decode tokens/s: median %.2f, min %.2f, max %.2f\n", rate.median, rate.min,
               rate.max);
-  std::printf("RESULT batch=%d aggregate_generation_tps=%.3f\n", args.batch, rate.median);
+  if (!adapters.empty())
+    std::printf("rows take %zu adapters in turn (rank %d, %.1f MB each)\n", adapters.size(),
+                adapters.front()->entries().front().adapter->rank,
+                adapters.front()->entries().front().adapter->bytes / 1e6);
+  std::printf("RESULT batch=%d adapters=%zu aggregate_generation_tps=%.3f\n", args.batch,
+              adapters.size(), rate.median);
 }
 
 void run_bench(const BenchArguments& args) {
@@ -179,7 +193,8 @@ void run_bench(const BenchArguments& args) {
   options.kernels = kernels;
   options.fused_decode = !args.unfused;
   auto loaded = load_model(directory, options);
-  if (args.batch > 1) return run_batch_bench(args, std::move(loaded), kernels);
+  if (args.batch > 1 || !args.row_adapters.empty())
+    return run_batch_bench(args, std::move(loaded), kernels);
   std::mt19937 random(0);
   std::uniform_int_distribution<int> token(0, loaded.model->vocab_size() - 1);
   std::vector<int> prompt(args.prompt_tokens);
@@ -269,6 +284,10 @@ void register_bench_command(CLI::App& app) {
   command->add_flag("--unfused", args->unfused,
                     "Decode every block as its op graph, not as one fused node (to measure the "
                     "fused step against)");
+  command
+      ->add_option("--row-adapters", args->row_adapters,
+                   "Adapter directories the batch's rows take in turn (through the scheduler)")
+      ->delimiter(',');
   command->add_flag("--json", args->json, "Print a JSON report");
   command->callback([args] { run_bench(*args); });
 }

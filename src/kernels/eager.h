@@ -51,6 +51,11 @@ void attention(const mlx::core::array& q, const mlx::core::array& k, const mlx::
 void gated_activation(const mlx::core::array& gate, const mlx::core::array& up,
                       GatedActivation activation, mlx::core::array& out);
 
+// As low_rank_update_fast; out may be y itself (updated in place).
+void low_rank_update(const mlx::core::array& x, const mlx::core::array& y,
+                     const std::vector<mlx::core::array>& factors,
+                     const std::vector<LowRankTerm>& terms, mlx::core::array& out);
+
 // out = a + b (one shape, or b one row of a, added to every row; any float
 // dtypes), in float32 and rounded once to out's dtype, as mlx::core::add.
 void add(const mlx::core::array& a, const mlx::core::array& b, mlx::core::array& out);

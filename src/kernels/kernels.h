@@ -174,6 +174,22 @@ mlx::core::array gated_activation_fast(const mlx::core::array& gate, const mlx::
                                        GatedActivation activation,
                                        mlx::core::StreamOrDevice s = {});
 
+// Low-rank updates of a projection's output (LoRA adapters): with x and y
+// seen as rows [N, in] and [N, out] (the last axis against the others),
+// each term adds scale · (x_row @ a) @ b to the rows [row_begin, row_end)
+// of y, factors[2·f] = a [in, r] and factors[2·f + 1] = b [r, out]
+// (float32) for term f. float32 inside, each row rounded once to y's
+// dtype; a row's result depends on that row and its terms only.
+struct LowRankTerm {
+  int row_begin = 0, row_end = 0;
+  int factors = 0;  // which pair
+  float scale = 1.0f;
+};
+mlx::core::array low_rank_update_fast(const mlx::core::array& x, const mlx::core::array& y,
+                                      const std::vector<mlx::core::array>& factors,
+                                      const std::vector<LowRankTerm>& terms,
+                                      mlx::core::StreamOrDevice s = {});
+
 // x - logsumexp(x) along the last axis, as mlx::core::subtract(x,
 // mlx::core::logsumexp(x, -1, true)): float32 inside, rounded once to x's
 // dtype. A row whose largest value is infinite gives what the stock ops

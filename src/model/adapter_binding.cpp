@@ -152,7 +152,11 @@ LowRankUpdate make_update(const AdapterFiles& files, const AdapterSite& site, co
                           const Placement& placement) {
   const auto& module = placement.module;
   const int rank = files.rank;
-  LowRankUpdate update{a, placement.b, files.scale, std::nullopt};
+  auto as_float32 = [](const mx::array& factor) {
+    return factor.dtype() == mx::float32 ? factor : mx::astype(factor, mx::float32);
+  };
+  LowRankUpdate update{
+      a, placement.b, files.scale, as_float32(a), as_float32(placement.b), std::nullopt};
   if (site.experts) {
     const auto& experts = *site.experts;
     if (files.fine_tune_type == "dora")
@@ -221,7 +225,8 @@ std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files, cons
       if (!site)
         throw Error(where + module + ": this model has no projection there that takes an adapter");
       auto update = make_update(files, sites[*site], *tensors.a, placement);
-      for (const auto* array : {&update.a, &update.b}) arrays.push_back(*array);
+      for (const auto* array : {&update.a, &update.b, &update.a32, &update.b32})
+        arrays.push_back(*array);
       if (update.dora) arrays.push_back(update.dora->magnitude_ratio);
       adapter->bytes += update.a.nbytes() + update.b.nbytes();
       adapter->by_site[*site] = std::move(update);

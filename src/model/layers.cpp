@@ -133,7 +133,7 @@ Linear Linear::load(WeightStore& weights, const QuantizationConfig& quantization
 }
 
 mx::array Linear::operator()(const mx::array& x, const RowAdapters& adapters) const {
-  return adapters.apply_linear(adapter_site_, x, base(x), bias_);
+  return adapters.apply_linear(adapter_site_, x, base(x), bias_, kernels_ == KernelMode::fast);
 }
 
 std::optional<mx::array> Linear::stock_weight() const {
@@ -183,7 +183,8 @@ std::vector<mx::array> Linear::apply_all(const mx::array& x,
                                             kActivationPrecision, kPrefillArithmetic);
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (layers[i]->bias_) outputs[i] = mx::add(outputs[i], *layers[i]->bias_);
-    outputs[i] = adapters.apply_linear(layers[i]->adapter_site_, x, outputs[i], layers[i]->bias_);
+    outputs[i] =
+        adapters.apply_linear(layers[i]->adapter_site_, x, outputs[i], layers[i]->bias_, true);
   }
   return outputs;
 }

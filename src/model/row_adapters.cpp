@@ -108,14 +108,47 @@ bool RowAdapters::uniform_over(const std::vector<int>& sites) const {
   return true;
 }
 
+RowAdapters::KernelTerms RowAdapters::kernel_terms(int site, int length) const {
+  KernelTerms result;
+  result.dora_rows.assign(rows.size(), false);
+  std::map<const LowRankUpdate*, int> pairs;
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    const auto* updates = updates_of(rows[row], site);
+    if (!updates) continue;
+    for (const auto& stacked : *updates) {
+      if (stacked.update->dora) {  // never stacked (AdapterStack)
+        result.dora_rows[row] = true;
+        continue;
+      }
+      auto [found, added] = pairs.emplace(stacked.update, static_cast<int>(pairs.size()));
+      if (added) {
+        result.factors.push_back(stacked.update->a32);
+        result.factors.push_back(stacked.update->b32);
+      }
+      const int first = static_cast<int>(row) * length;
+      result.terms.push_back({first, first + length, found->second, stacked.scale});
+    }
+  }
+  return result;
+}
+
 mx::array RowAdapters::apply_linear(int site, const mx::array& x, mx::array y,
-                                    const std::optional<mx::array>& bias) const {
+                                    const std::optional<mx::array>& bias, bool fast) const {
   if (site < 0 || rows.empty()) return y;
+  std::vector<bool> by_ops(rows.size(), true);
+  if (fast) {
+    auto kernel = kernel_terms(site, x.shape(1));
+    if (!kernel.terms.empty())
+      y = kernels::low_rank_update_fast(x, y, kernel.factors, kernel.terms);
+    by_ops = kernel.dora_rows;
+    if (std::none_of(by_ops.begin(), by_ops.end(), [](bool row) { return row; })) return y;
+  }
   auto add_all = [&](const std::vector<StackedUpdate>& updates, const mx::array& xs, mx::array ys) {
     for (const auto& update : updates) ys = add_update(update, xs, ys, bias);
     return ys;
   };
-  if (uniform_at(site)) {
+  const bool all_by_ops = std::all_of(by_ops.begin(), by_ops.end(), [](bool row) { return row; });
+  if (all_by_ops && uniform_at(site)) {
     const auto* updates = updates_of(rows.front(), site);
     return updates ? add_all(*updates, x, y) : y;
   }
@@ -123,7 +156,7 @@ mx::array RowAdapters::apply_linear(int site, const mx::array& x, mx::array y,
   // a batch of their own and written back in place (copies, exact).
   std::map<const std::vector<StackedUpdate>*, std::vector<int>> groups;
   for (std::size_t row = 0; row < rows.size(); ++row)
-    if (const auto* updates = updates_of(rows[row], site))
+    if (const auto* updates = updates_of(rows[row], site); updates && by_ops[row])
       groups[updates].push_back(static_cast<int>(row));
   for (const auto& [updates, members] : groups) {
     auto indices = row_indices(members);

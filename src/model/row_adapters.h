@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernels.h"
+
 namespace mlx_cpp {
 
 // One projection's update in one adapter. Linear: a [in, r], b [r, out];
@@ -23,6 +25,10 @@ struct LowRankUpdate {
   mlx::core::array a;
   mlx::core::array b;
   float scale = 1.0f;
+  // a and b in float32 (themselves when they are), for the fast path's
+  // kernel (kernels::low_rank_update_fast).
+  mlx::core::array a32 = mlx::core::array(0.0f);
+  mlx::core::array b32 = mlx::core::array(0.0f);
   // DoRA (linear only): the base weight as the stock op multiplies it,
   // [out, in] (quantized weights dequantized), and m / ||W + scale·bᵀaᵀ||
   // per output row in float32 (constant, so computed once at bind time).
@@ -97,9 +103,22 @@ struct RowAdapters {
 
   // A linear projection's output y [B, L, out] of x [B, L, in] with each
   // row's updates at `site` added (DoRA: recomputed from its base weight,
-  // then `bias` added as DoRALinear does).
+  // then `bias` added as DoRALinear does). Stock: mlx-lm's ops per group
+  // of rows that share their updates. fast: one kernel node for all rows
+  // (kernels::low_rank_update_fast), DoRA rows still by ops.
   mlx::core::array apply_linear(int site, const mlx::core::array& x, mlx::core::array y,
-                                const std::optional<mlx::core::array>& bias) const;
+                                const std::optional<mlx::core::array>& bias,
+                                bool fast = false) const;
+  // The fast path's terms for `site` on rows of `length` tokens each:
+  // factor pairs (a32, b32) and a term per row and update; rows whose
+  // update is DoRA are left to the ops (the kernel adds plain low-rank
+  // products only).
+  struct KernelTerms {
+    std::vector<mlx::core::array> factors;
+    std::vector<kernels::LowRankTerm> terms;
+    std::vector<bool> dora_rows;
+  };
+  KernelTerms kernel_terms(int site, int length) const;
   // A switch projection's output y of x at the chosen experts; every row
   // runs the same stack here (callers split mixed batches by rows first).
   mlx::core::array apply_switch(int site, const mlx::core::array& x, mlx::core::array y,
