@@ -51,7 +51,8 @@ void attention(const mlx::core::array& q, const mlx::core::array& k, const mlx::
 void gated_activation(const mlx::core::array& gate, const mlx::core::array& up,
                       GatedActivation activation, mlx::core::array& out);
 
-// As low_rank_update_fast; out may be y itself (updated in place).
+// As low_rank_update_fast; y's rows may take any shape (y.size() / rows
+// of x elements each), and out may be y itself (updated in place).
 void low_rank_update(const mlx::core::array& x, const mlx::core::array& y,
                      const std::vector<mlx::core::array>& factors,
                      const std::vector<LowRankTerm>& terms, mlx::core::array& out);

@@ -177,9 +177,10 @@ mlx::core::array gated_activation_fast(const mlx::core::array& gate, const mlx::
 // Low-rank updates of a projection's output (LoRA adapters): with x and y
 // seen as rows [N, in] and [N, out] (the last axis against the others),
 // each term adds scale · (x_row @ a) @ b to the rows [row_begin, row_end)
-// of y, factors[2·f] = a [in, r] and factors[2·f + 1] = b [r, out]
-// (float32) for term f. float32 inside, each row rounded once to y's
-// dtype; a row's result depends on that row and its terms only.
+// of y, with factors[2·f] = aᵀ [r, in] (a transposed, so x_row @ a is r
+// dot products along x) and factors[2·f + 1] = b [r, out], both float32,
+// for term f. float32 inside, each row rounded once to y's dtype; a row's
+// result depends on that row and its terms only.
 struct LowRankTerm {
   int row_begin = 0, row_end = 0;
   int factors = 0;  // which pair

@@ -30,7 +30,10 @@ int rows_of(const mx::array& a) {
 void update_rows(const mx::array& x, const mx::array& y, const std::vector<mx::array>& factors,
                  const std::vector<LowRankTerm>& terms, mx::array& out) {
   const VectorOps& ops = vector_ops();
-  const int in = x.shape(-1), width = y.shape(-1), rows = rows_of(y);
+  // Rows are x's; y's rows are as many, of whatever shape (a decode step
+  // writes [B, heads, 1, D] for [B, 1, hidden] inputs).
+  const int in = x.shape(-1), rows = rows_of(x);
+  const int width = static_cast<int>(y.size() / rows);
   std::vector<std::vector<const LowRankTerm*>> by_row(rows);
   for (const auto& term : terms)
     for (int row = term.row_begin; row < term.row_end; ++row) by_row[row].push_back(&term);
@@ -49,11 +52,11 @@ void update_rows(const mx::array& x, const mx::array& y, const std::vector<mx::a
     ops.load(x.data<void>(), x_type, static_cast<std::size_t>(row) * in, in, x_row.data());
     ops.load(y.data<void>(), y_type, y_offset, width, y_row.data());
     for (const auto* term : by_row[row]) {
-      const auto& a = factors[2 * term->factors];
+      const auto& a_t = factors[2 * term->factors];
       const auto& b = factors[2 * term->factors + 1];
-      const int rank = a.shape(-1);
+      const int rank = a_t.shape(0);
       z.assign(rank, 0.0f);
-      ops.matmul_tile(x_row.data(), in, a.data<float>(), rank, z.data(), rank, 1, rank, in, false);
+      ops.dot_rows(x_row.data(), a_t.data<float>(), in, in, rank, z.data());
       ops.matmul_tile(z.data(), rank, b.data<float>(), width, delta.data(), width, 1, width, rank,
                       false);
       ops.axpy(term->scale, delta.data(), y_row.data(), width);
@@ -92,7 +95,7 @@ mx::array stock_low_rank_update(const mx::array& x, const mx::array& y,
   auto sum = mx::reshape(mx::astype(y, mx::float32, s), {-1, width}, s);
   for (const auto& term : terms) {
     auto rows = mx::slice(flat_x, mx::Shape{term.row_begin, 0}, mx::Shape{term.row_end, in}, s);
-    auto delta = mx::matmul(mx::matmul(rows, factors[2 * term.factors], s),
+    auto delta = mx::matmul(mx::matmul(rows, mx::transpose(factors[2 * term.factors], s), s),
                             factors[2 * term.factors + 1], s);
     auto current = mx::slice(sum, mx::Shape{term.row_begin, 0}, mx::Shape{term.row_end, width}, s);
     sum = mx::slice_update(sum, mx::add(current, mx::multiply(mx::array(term.scale), delta, s), s),
@@ -113,13 +116,13 @@ mx::array low_rank_update_fast(const mx::array& x, const mx::array& y,
   if (factors.size() % 2 != 0) reject(kOp, "factors come in pairs (a, b)");
   const int in = x.shape(-1), width = y.shape(-1), rows = rows_of(y);
   for (std::size_t i = 0; i < factors.size(); i += 2) {
-    const auto &a = factors[i], &b = factors[i + 1];
-    if (a.dtype() != mx::float32 || b.dtype() != mx::float32 || a.ndim() != 2 || b.ndim() != 2 ||
-        a.shape(0) != in || b.shape(0) != a.shape(1) || b.shape(1) != width) {
+    const auto &a_t = factors[i], &b = factors[i + 1];
+    if (a_t.dtype() != mx::float32 || b.dtype() != mx::float32 || a_t.ndim() != 2 ||
+        b.ndim() != 2 || a_t.shape(1) != in || b.shape(0) != a_t.shape(0) || b.shape(1) != width) {
       std::ostringstream message;
-      message << "factor pair " << i / 2 << " is a " << a.shape() << " " << a.dtype() << ", b "
-              << b.shape() << " " << b.dtype() << "; expected float32 a [" << in
-              << ", r] and b [r, " << width << "]";
+      message << "factor pair " << i / 2 << " is aT " << a_t.shape() << " " << a_t.dtype() << ", b "
+              << b.shape() << " " << b.dtype() << "; expected float32 aT [r, " << in
+              << "] and b [r, " << width << "]";
       reject(kOp, message.str());
     }
   }

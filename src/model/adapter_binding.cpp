@@ -155,8 +155,11 @@ LowRankUpdate make_update(const AdapterFiles& files, const AdapterSite& site, co
   auto as_float32 = [](const mx::array& factor) {
     return factor.dtype() == mx::float32 ? factor : mx::astype(factor, mx::float32);
   };
-  LowRankUpdate update{
-      a, placement.b, files.scale, as_float32(a), as_float32(placement.b), std::nullopt};
+  LowRankUpdate update{a, placement.b, files.scale};
+  if (!site.experts) {
+    update.a_t32 = mx::contiguous(mx::transpose(as_float32(a)));
+    update.b32 = mx::contiguous(as_float32(placement.b));
+  }
   if (site.experts) {
     const auto& experts = *site.experts;
     if (files.fine_tune_type == "dora")
@@ -225,7 +228,7 @@ std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files, cons
       if (!site)
         throw Error(where + module + ": this model has no projection there that takes an adapter");
       auto update = make_update(files, sites[*site], *tensors.a, placement);
-      for (const auto* array : {&update.a, &update.b, &update.a32, &update.b32})
+      for (const auto* array : {&update.a, &update.b, &update.a_t32, &update.b32})
         arrays.push_back(*array);
       if (update.dora) arrays.push_back(update.dora->magnitude_ratio);
       adapter->bytes += update.a.nbytes() + update.b.nbytes();

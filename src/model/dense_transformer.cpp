@@ -259,11 +259,8 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
     : spec_(std::move(spec)), kernels_(spec_.moe ? KernelMode::stock : options.kernels) {
   embed_tokens_ = Embedding::load(weights, quantization, "model.embed_tokens", spec_.vocab_size,
                                   spec_.hidden_size, kernels_);
-  for (int i = 0; i < spec_.num_layers; ++i) {
+  for (int i = 0; i < spec_.num_layers; ++i)
     layers_.push_back(load_block(weights, quantization, i));
-    fused_layers_.push_back(options.fused_decode ? FusedDecodeBlock::make(layers_.back())
-                                                 : std::nullopt);
-  }
   final_norm_ = Norm::load(weights, "model.norm", spec_.hidden_size, spec_.norm_eps,
                            {spec_.norm_kind, spec_.norm_style, spec_.norm_bias}, kernels_);
   bool tied = spec_.tied_head == TiedHead::tied ||
@@ -283,6 +280,9 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
       block.mlp.register_adapter_sites(adapter_sites_, prefix + "mlp.", i);
   }
   if (lm_head_) adapter_sites_.add("lm_head", -1, *lm_head_);
+  // After the sites are numbered: a fused step adds its projections' adapters.
+  for (const auto& block : layers_)
+    fused_layers_.push_back(options.fused_decode ? FusedDecodeBlock::make(block) : std::nullopt);
   const size_t hidden = spec_.hidden_size, kv = size_t(spec_.num_kv_heads) * spec_.head_dim;
   const size_t q = size_t(spec_.num_heads) * spec_.head_dim;
   const size_t attention = hidden * (q + 2 * kv) + q * hidden;
@@ -506,11 +506,8 @@ mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches,
   const bool one_token = tokens.shape(0) == 1 && length == 1;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const auto& mask = layers_[i].sliding ? sliding_mask : global_mask;
-    // A fused step has no adapter updates: a layer an adapter changes runs
-    // its op graph.
-    if (one_token && fused_layers_[i] && mask.kind == AttentionMask::Kind::none &&
-        !adapters.touches_layer(i)) {
-      if (auto out = (*fused_layers_[i])(h, *caches[i])) {
+    if (one_token && fused_layers_[i] && mask.kind == AttentionMask::Kind::none) {
+      if (auto out = (*fused_layers_[i])(h, *caches[i], adapters)) {
         h = *out;
         continue;
       }
@@ -537,7 +534,7 @@ mx::array DenseTransformer::forward_batch(const mx::array& tokens,
   }
   for (size_t i = 0; i < layers_.size(); ++i) {
     const auto& masks = layers_[i].sliding ? sliding_masks : global_masks;
-    if (fused_layers_[i] && !batch.consecutive_positions && !adapters.touches_layer(i)) {
+    if (fused_layers_[i] && !batch.consecutive_positions) {
       // The fused step attends over each whole cache: it needs rows that
       // mask nothing and keep their own order (and caches of their own).
       bool fusable = true;
@@ -548,7 +545,7 @@ mx::array DenseTransformer::forward_batch(const mx::array& tokens,
         caches.push_back((*batch.rows[b].caches)[i].get());
       }
       if (fusable) {
-        if (auto out = (*fused_layers_[i])(h, caches)) {
+        if (auto out = (*fused_layers_[i])(h, caches, adapters)) {
           h = *out;
           continue;
         }

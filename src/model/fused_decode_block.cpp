@@ -6,6 +6,8 @@
 #include <mlx/primitives.h>
 #include <mlx/transforms.h>
 
+#include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <vector>
 
@@ -21,6 +23,7 @@ namespace {
 struct Projection {
   QuantizedTensor tensor;
   std::optional<mx::array> bias;
+  int adapter_site = -1;
 
   // The op graph's dtype for this projection of x: the kernel's promotion,
   // then the bias add's.
@@ -140,6 +143,25 @@ mx::array rotated(const Plan& p, const mx::array& heads, int position) {
   return out;
 }
 
+// The step's adapter updates: factor pairs, and per projection (q, k, v,
+// o, gate, up, down) the terms of the rows that have some.
+struct StepAdapters {
+  std::vector<mx::array> factors;
+  std::array<std::vector<kernels::LowRankTerm>, 7> terms;
+  bool any() const {
+    return std::any_of(terms.begin(), terms.end(), [](const auto& t) { return !t.empty(); });
+  }
+};
+enum ProjectionIndex { kQ, kK, kV, kO, kGate, kUp, kDown };
+
+// A projection's output with its rows' adapter updates added in place, as
+// the op graph's fast path adds them.
+void add_adapters(const StepAdapters& adapters, ProjectionIndex projection, const mx::array& x,
+                  mx::array& y) {
+  const auto& terms = adapters.terms[projection];
+  if (!terms.empty()) eager::low_rank_update(x, y, adapters.factors, terms, y);
+}
+
 // One sequence's row of a step: its cache storage and where its token goes.
 struct RowSlot {
   mx::array keys, values;
@@ -152,7 +174,7 @@ struct RowSlot {
 // and attention run row by row on each row's own storage, the token
 // written at its position.
 void run_step(const Plan& p, const StepTypes& types, const mx::array& x, std::vector<RowSlot>& rows,
-              mx::array& out) {
+              const StepAdapters& adapters, mx::array& out) {
   const int batch = x.shape(0), hidden = x.shape(-1), D = p.head_dim;
   auto normed = eager::allocated_array(x.shape(), types.normed);
   eager::rms_norm(x, p.input_norm.weight, p.input_norm.eps, normed);
@@ -164,6 +186,7 @@ void run_step(const Plan& p, const StepTypes& types, const mx::array& x, std::ve
       normed, {&p.q, &p.k, &p.v},
       {{batch, p.num_heads, 1, D}, {batch, p.num_kv_heads, 1, D}, {batch, p.num_kv_heads, 1, D}},
       qkv);
+  for (auto index : {kQ, kK, kV}) add_adapters(adapters, index, normed, qkv[index]);
   auto queries = head_norm(p.q_norm, qkv[0], types.q_normed);
   auto keys = head_norm(p.k_norm, qkv[1], types.k_normed);
   auto attended = eager::allocated_array({batch, 1, p.num_heads * D}, types.attended);
@@ -190,6 +213,7 @@ void run_step(const Plan& p, const StepTypes& types, const mx::array& x, std::ve
   }
   std::vector<mx::array> o;
   project(attended, {&p.o}, {{batch, 1, hidden}}, o);
+  add_adapters(adapters, kO, attended, o[0]);
 
   auto sum = eager::allocated_array(x.shape(), types.sum);
   auto post_normed = eager::allocated_array(x.shape(), types.post_normed);
@@ -198,32 +222,37 @@ void run_step(const Plan& p, const StepTypes& types, const mx::array& x, std::ve
   const int ffn = p.gate.tensor.packed.shape(0);
   std::vector<mx::array> gate_up;
   project(post_normed, {&p.gate, &p.up}, {{batch, 1, ffn}, {batch, 1, ffn}}, gate_up);
+  add_adapters(adapters, kGate, post_normed, gate_up[0]);
+  add_adapters(adapters, kUp, post_normed, gate_up[1]);
   auto activated = eager::allocated_array({batch, 1, ffn}, types.activated);
   eager::gated_activation(gate_up[0], gate_up[1], p.activation, activated);
   std::vector<mx::array> down;
   project(activated, {&p.down}, {{batch, 1, hidden}}, down);
+  add_adapters(adapters, kDown, activated, down[0]);
   eager::add(sum, down[0], out);
 }
 
-// inputs {x, then key and value storage of each row} → {block output, then
-// each row's key and value storage}. The storage is written in place (the
-// outputs share the inputs' buffers) unless the row's slot asked for a copy
-// or the storage is strided; then the outputs are fresh copies.
+// inputs {x, then key and value storage of each row, then the adapters'
+// factors} → {block output, then each row's key and value storage}. The storage is written in place
+// (the outputs share the inputs' buffers) unless the row's slot asked for a copy or the storage is
+// strided; then the outputs are fresh copies.
 class FusedDecodeStep : public mx::Primitive {
  public:
   FusedDecodeStep(mx::Stream stream, std::shared_ptr<const Plan> plan, const StepTypes& types,
-                  std::vector<int> positions, std::vector<bool> copies)
+                  std::vector<int> positions, std::vector<bool> copies, StepAdapters adapters)
       : Primitive(stream),
         plan_(std::move(plan)),
         types_(types),
         positions_(std::move(positions)),
-        copies_(std::move(copies)) {}
+        copies_(std::move(copies)),
+        adapters_(std::move(adapters)) {}
 
   void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
     auto& encoder = mx::cpu::get_command_encoder(stream());
     outputs[0].set_data(mx::allocator::malloc(outputs[0].nbytes()));
-    std::vector<bool> copies(inputs.size(), false);
-    for (std::size_t i = 1; i < inputs.size(); ++i) {
+    const std::size_t storage_end = 1 + 2 * positions_.size();
+    std::vector<bool> copies(storage_end, false);
+    for (std::size_t i = 1; i < storage_end; ++i) {
       const auto& storage = inputs[i];
       copies[i] = copies_[(i - 1) / 2] || !storage.flags().row_contiguous;
       if (copies[i])
@@ -237,8 +266,10 @@ class FusedDecodeStep : public mx::Primitive {
     std::vector<mx::array> weak_inputs, weak_outputs;
     for (const auto& in : inputs) weak_inputs.push_back(weak(in));
     for (const auto& out : outputs) weak_outputs.push_back(weak(out));
+    // The factors as the task reads them: the inputs' weak copies.
+    StepAdapters adapters{{weak_inputs.begin() + storage_end, weak_inputs.end()}, adapters_.terms};
     encoder.dispatch([plan = plan_, types = types_, positions = positions_, copies,
-                      inputs = std::move(weak_inputs),
+                      adapters = std::move(adapters), inputs = std::move(weak_inputs),
                       outputs = std::move(weak_outputs)]() mutable {
       auto x = inputs[0];
       if (!x.flags().row_contiguous) {
@@ -252,7 +283,7 @@ class FusedDecodeStep : public mx::Primitive {
           if (copies[i]) eager::copy(inputs[i], outputs[i]);
         rows.push_back({outputs[1 + 2 * b], outputs[2 + 2 * b], positions[b]});
       }
-      run_step(*plan, types, x, rows, outputs[0]);
+      run_step(*plan, types, x, rows, adapters, outputs[0]);
     });
   }
   void eval_gpu(const std::vector<mx::array>&, std::vector<mx::array>&) override {
@@ -265,11 +296,12 @@ class FusedDecodeStep : public mx::Primitive {
   StepTypes types_;
   std::vector<int> positions_;
   std::vector<bool> copies_;
+  StepAdapters adapters_;  // its factors are the last inputs
 };
 
 std::optional<Projection> fast_projection(const Linear& linear) {
   if (!linear.runs_fast_kernel()) return std::nullopt;
-  return Projection{*linear.quantized_tensor(), linear.bias()};
+  return Projection{*linear.quantized_tensor(), linear.bias(), linear.adapter_site()};
 }
 
 RmsWeights norm_of(const Norm& norm) {
@@ -359,14 +391,32 @@ std::optional<FusedDecodeBlock> FusedDecodeBlock::make(const TransformerBlock& b
   return fused;
 }
 
-std::optional<mx::array> FusedDecodeBlock::operator()(const mx::array& x, KvCache& cache) const {
-  return (*this)(x, std::vector<KvCache*>{&cache});
+std::optional<mx::array> FusedDecodeBlock::operator()(const mx::array& x, KvCache& cache,
+                                                      const RowAdapters& adapters) const {
+  return (*this)(x, std::vector<KvCache*>{&cache}, adapters);
 }
 
 std::optional<mx::array> FusedDecodeBlock::operator()(const mx::array& x,
-                                                      const std::vector<KvCache*>& caches) const {
+                                                      const std::vector<KvCache*>& caches,
+                                                      const RowAdapters& adapters) const {
   const int batch = static_cast<int>(caches.size());
   if (x.ndim() != 3 || x.shape(0) != batch || x.shape(1) != 1) return std::nullopt;
+  StepAdapters step_adapters;
+  if (adapters.any()) {
+    const Projection* projections[] = {&plan_->q,    &plan_->k,  &plan_->v,   &plan_->o,
+                                       &plan_->gate, &plan_->up, &plan_->down};
+    for (int index = kQ; index <= kDown; ++index) {
+      auto kernel = adapters.kernel_terms(projections[index]->adapter_site, 1);
+      if (std::any_of(kernel.dora_rows.begin(), kernel.dora_rows.end(),
+                      [](bool row) { return row; }))
+        return std::nullopt;
+      const int offset = static_cast<int>(step_adapters.factors.size() / 2);
+      for (auto& term : kernel.terms) term.factors += offset;
+      step_adapters.factors.insert(step_adapters.factors.end(), kernel.factors.begin(),
+                                   kernel.factors.end());
+      step_adapters.terms[index] = std::move(kernel.terms);
+    }
+  }
   const auto stream = mx::to_stream(mx::StreamOrDevice{});
   if (stream.device != mx::Device::cpu) return std::nullopt;
   const StepTypes types(*plan_, x.dtype());
@@ -397,11 +447,12 @@ std::optional<mx::array> FusedDecodeBlock::operator()(const mx::array& x,
     positions.push_back(slot.position);
     copies.push_back(slot.copy);
   }
-  auto outputs =
-      mx::array::make_arrays(std::move(shapes), std::move(dtypes),
-                             std::make_shared<FusedDecodeStep>(
-                                 stream, plan_, types, std::move(positions), std::move(copies)),
-                             std::move(inputs));
+  inputs.insert(inputs.end(), step_adapters.factors.begin(), step_adapters.factors.end());
+  auto outputs = mx::array::make_arrays(
+      std::move(shapes), std::move(dtypes),
+      std::make_shared<FusedDecodeStep>(stream, plan_, types, std::move(positions),
+                                        std::move(copies), std::move(step_adapters)),
+      std::move(inputs));
   for (int b = 0; b < batch; ++b) caches[b]->commit_decode(outputs[1 + 2 * b], outputs[2 + 2 * b]);
   return outputs[0];
 }

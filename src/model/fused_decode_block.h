@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "model/kv_cache.h"
+#include "model/row_adapters.h"
 
 namespace mlx_cpp {
 
@@ -36,13 +37,18 @@ class FusedDecodeBlock {
   // and values written to the cache. nullopt, with the cache untouched,
   // when the cache offers no decode slot or stores another dtype than the
   // op graph would write.
-  std::optional<mlx::core::array> operator()(const mlx::core::array& x, KvCache& cache) const;
+  std::optional<mlx::core::array> operator()(const mlx::core::array& x, KvCache& cache,
+                                             const RowAdapters& adapters = {}) const;
   // x [B, 1, hidden], one token of each of B sequences, each with its own
   // cache → [B, 1, hidden]. Each row's results are the ones it gets alone
   // (the decode kernels compute every row on its own). nullopt, with no
   // cache touched, when any cache offers no slot.
+  // Each row's adapter updates are added to its projections as the op
+  // graph's fast path adds them (kernels::low_rank_update_fast); nullopt
+  // when a row runs DoRA on this block (the op graph computes that).
   std::optional<mlx::core::array> operator()(const mlx::core::array& x,
-                                             const std::vector<KvCache*>& caches) const;
+                                             const std::vector<KvCache*>& caches,
+                                             const RowAdapters& adapters = {}) const;
 
   struct Plan;
 

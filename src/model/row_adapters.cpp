@@ -122,7 +122,7 @@ RowAdapters::KernelTerms RowAdapters::kernel_terms(int site, int length) const {
       }
       auto [found, added] = pairs.emplace(stacked.update, static_cast<int>(pairs.size()));
       if (added) {
-        result.factors.push_back(stacked.update->a32);
+        result.factors.push_back(stacked.update->a_t32);
         result.factors.push_back(stacked.update->b32);
       }
       const int first = static_cast<int>(row) * length;

@@ -25,9 +25,9 @@ struct LowRankUpdate {
   mlx::core::array a;
   mlx::core::array b;
   float scale = 1.0f;
-  // a and b in float32 (themselves when they are), for the fast path's
-  // kernel (kernels::low_rank_update_fast).
-  mlx::core::array a32 = mlx::core::array(0.0f);
+  // For the fast path's kernel (kernels::low_rank_update_fast): aᵀ
+  // [r, in] and b in float32, contiguous (linear updates only).
+  mlx::core::array a_t32 = mlx::core::array(0.0f);
   mlx::core::array b32 = mlx::core::array(0.0f);
   // DoRA (linear only): the base weight as the stock op multiplies it,
   // [out, in] (quantized weights dequantized), and m / ||W + scale·bᵀaᵀ||
@@ -110,7 +110,7 @@ struct RowAdapters {
                                 const std::optional<mlx::core::array>& bias,
                                 bool fast = false) const;
   // The fast path's terms for `site` on rows of `length` tokens each:
-  // factor pairs (a32, b32) and a term per row and update; rows whose
+  // factor pairs (a_t32, b32) and a term per row and update; rows whose
   // update is DoRA are left to the ops (the kernel adds plain low-rank
   // products only).
   struct KernelTerms {

@@ -22,8 +22,9 @@ struct Case {
 std::vector<mx::array> factors_for(int in, int out, int rank, int pairs, int seed) {
   std::vector<mx::array> factors;
   for (int p = 0; p < pairs; ++p) {
+    // aᵀ [r, in]
     factors.push_back(
-        random_normal({in, rank}, mx::float32, 1.0f / std::sqrt(float(in)), seed + p));
+        random_normal({rank, in}, mx::float32, 1.0f / std::sqrt(float(in)), seed + p));
     factors.push_back(random_normal({rank, out}, mx::float32, 0.05f, seed + 10 + p));
   }
   return factors;
@@ -42,8 +43,8 @@ mx::array reference(const mx::array& x, const mx::array& y, const std::vector<mx
     for (const auto& term : terms) {
       if (row < term.row_begin || row >= term.row_end) continue;
       auto x_row = mx::slice(rows_x, {row, 0}, {row + 1, in});
-      auto delta =
-          mx::matmul(mx::matmul(x_row, factors[2 * term.factors]), factors[2 * term.factors + 1]);
+      auto delta = mx::matmul(mx::matmul(x_row, mx::transpose(factors[2 * term.factors])),
+                              factors[2 * term.factors + 1]);
       sum = mx::add(sum, mx::multiply(mx::array(term.scale), delta));
     }
     rows.push_back(sum);
@@ -106,7 +107,7 @@ TEST(LowRankUpdateFast, RefusesMalformedCalls) {
   };
   expect_refused({good[0]}, {});                                     // unpaired
   expect_refused({mx::astype(good[0], mx::bfloat16), good[1]}, {});  // not float32
-  expect_refused({mx::zeros({9, 2}), good[1]}, {});                  // wrong in
+  expect_refused({mx::zeros({2, 9}), good[1]}, {});                  // wrong in
   expect_refused(good, {{0, 3, 0, 1.0f}});                           // rows past the end
   expect_refused(good, {{0, 1, 1, 1.0f}});                           // no such pair
 }
