@@ -123,6 +123,7 @@ double batched_decode_rate(Scheduler& scheduler, const std::vector<std::vector<i
     request.prompt_ids = prompts[b];
     request.options.max_tokens = tokens;
     request.options.kv_cache = kv_cache;
+    request.ignore_eos = true;  // every row decodes all its tokens, as the one-row bench
     if (!adapters.empty()) request.options.adapters = adapters[b % adapters.size()];
     SequenceSink sink;
     sink.on_chunk = [&times, b](const TextChunk&) {

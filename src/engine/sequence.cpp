@@ -142,7 +142,7 @@ bool Sequence::deliver(int id, const mx::array& logprobs) {
     stats.prompt_seconds = seconds_between(arrival_, first_token_time_);
   }
   const auto& eos = runtime_.eos_token_ids();
-  if (std::find(eos.begin(), eos.end(), id) != eos.end()) {
+  if (!request_.ignore_eos && std::find(eos.begin(), eos.end(), id) != eos.end()) {
     finish_reason_ = FinishReason::stop;
     return false;
   }

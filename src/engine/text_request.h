@@ -32,6 +32,9 @@ struct TextRequest {
   // continues from; prompt_ids then hold only what follows them.
   // The prefix cache neither serves nor keeps such a request.
   std::shared_ptr<const CachedPrompt> cached_prompt;
+  // End-of-sequence tokens are generated like any other, up to max_tokens
+  // (benchmarks; vLLM's and llama.cpp's ignore_eos).
+  bool ignore_eos = false;
 };
 
 struct TokenLogprob {

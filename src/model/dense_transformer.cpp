@@ -581,6 +581,17 @@ std::shared_ptr<const BoundAdapter> DenseTransformer::bind_adapter(const Adapter
   return mlx_cpp::bind_adapter(files, name, adapter_sites_, spec_);
 }
 
+std::optional<std::string> DenseTransformer::adapter_training_refusal() const {
+  // A trained adapter is saved under the checkpoint's module names; these
+  // models' modules are renamed or split at load.
+  if (!spec_.weight_names.empty() || !spec_.fused_projections.empty())
+    return spec_.model_type + "'s checkpoint names its projections otherwise than mlx-cpp's graph";
+  if (spec_.moe) return "adapters on a mixture of experts are not trained here yet";
+  if (std::any_of(layers_.begin(), layers_.end(), [](const auto& block) { return block.sliding; }))
+    return "adapters on sliding-window models are not trained here yet";
+  return std::nullopt;
+}
+
 CacheList DenseTransformer::make_caches() const {
   CacheList caches;
   for (const auto& layer : layers_) {

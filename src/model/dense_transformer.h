@@ -113,6 +113,8 @@ class DenseTransformer : public LanguageModel {
   CacheList make_caches() const override;
   std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files,
                                                    const std::string& name) const override;
+  const AdapterSites& adapter_sites() const override { return adapter_sites_; }
+  std::optional<std::string> adapter_training_refusal() const override;
   const std::string& model_type() const override { return spec_.model_type; }
   std::string tier() const override { return "generic"; }
   bool mixture_of_experts() const override { return spec_.moe.has_value(); }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/adapter_files.h"
+#include "model/adapter_sites.h"
 #include "model/forward_batch.h"
 #include "model/kv_cache.h"
 #include "model/transformer_spec.h"
@@ -35,6 +36,10 @@ class LanguageModel {
   // fit it.
   virtual std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files,
                                                            const std::string& name) const = 0;
+  // Its adapter sites (the projections an adapter can change).
+  virtual const AdapterSites& adapter_sites() const = 0;
+  // Why adapters cannot be trained on it here, or nullopt when they can.
+  virtual std::optional<std::string> adapter_training_refusal() const = 0;
   virtual const std::string& model_type() const = 0;
   // Which part of mlx-cpp serves it: "dedicated" (a graph of its own) or
   // "generic" (the descriptor table's dense graph).

@@ -195,6 +195,7 @@ CompletionRequest parse_common(const nlohmann::ordered_json& body, const ModelIn
   parse_length(body, model, endpoint == Endpoint::chat ? "max_completion_tokens" : "max_tokens",
                request);
   request.text.stop = parse_stop(body);
+  request.text.ignore_eos = optional_bool(body, "ignore_eos").value_or(false);
   parse_stream(body, request);
   request.adapters = parse_adapter_choices(body, model.id);
   if (auto structured = parse_structured_output(body)) {

@@ -1,0 +1,116 @@
+// mlx-cpp lora: fine-tunes a LoRA adapter with mlx_lm.lora's flags, data
+// formats, defaults and adapter output (engine/training/lora_trainer.h).
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/command.h"
+#include "cli/model_argument.h"
+#include "engine/training/lora_trainer.h"
+#include "io/error.h"
+
+namespace mlx_cpp::cli {
+namespace {
+
+struct LoraArguments {
+  std::string model = kDefaultModel;
+  LoraTrainingOptions options;
+  std::string data, adapter_path = "adapters", resume;
+  std::vector<std::string> keys;
+  bool train = false;
+};
+
+void print_report(const TrainingReport& report) {
+  using Kind = TrainingReport::Kind;
+  if (report.kind == Kind::validation)
+    std::printf("Iter %d: Val loss %.3f, Val took %.3fs\n", report.iteration, report.loss,
+                report.seconds);
+  else if (report.kind == Kind::save)
+    std::printf("Iter %d: Saved adapter weights to %s\n", report.iteration,
+                report.saved.string().c_str());
+  else
+    std::printf(
+        "Iter %d: Train loss %.3f, Learning Rate %.3e, It/sec %.3f, Tokens/sec %.3f, Trained "
+        "Tokens %lld, Peak mem %.3f GB\n",
+        report.iteration, report.loss, report.learning_rate, report.iterations_per_second,
+        report.tokens_per_second, report.trained_tokens, report.peak_memory_gb);
+  std::fflush(stdout);
+}
+
+// A progress bar on stderr when it is a terminal: [####......] it/iters.
+void print_progress(int it, int iters) {
+  constexpr int kWidth = 30;
+  const int done = kWidth * it / iters;
+  std::fprintf(stderr, "\r[%s%s] %d/%d", std::string(done, '#').c_str(),
+               std::string(kWidth - done, '.').c_str(), it, iters);
+  if (it == iters) std::fprintf(stderr, "\n");
+}
+
+void run_lora(LoraArguments& args) {
+  if (!args.train) throw Error("lora: give --train (evaluating with --test is not offered yet)");
+  auto& options = args.options;
+  options.data = args.data;
+  options.adapter_path = args.adapter_path;
+  if (!args.resume.empty()) options.resume_adapter_file = args.resume;
+  if (!args.keys.empty()) options.keys = args.keys;
+  RuntimeOptions runtime_options;
+  runtime_options.kernels = KernelMode::stock;
+  auto runtime = ModelRuntime::open(resolve_model_argument(args.model), runtime_options);
+  const bool terminal = isatty(STDERR_FILENO);
+  auto result = train_lora(*runtime, options, print_report, [&](int it) {
+    if (terminal) print_progress(it, options.iters);
+  });
+  std::printf("Saved final weights to %s.\n", result.adapter_file.string().c_str());
+}
+
+}  // namespace
+
+void register_lora_command(CLI::App& app) {
+  auto args = std::make_shared<LoraArguments>();
+  auto& options = args->options;
+  auto* command = app.add_subcommand(
+      "lora", "Fine-tune a LoRA adapter (mlx_lm.lora's flags, data and adapter format)");
+  command->add_option("-m,--model", args->model, "Model directory or cached model name")
+      ->capture_default_str();
+  command->add_flag("--train", args->train, "Train (required)");
+  command->add_option("--data", args->data, "Directory with train.jsonl (and valid.jsonl)")
+      ->required();
+  command->add_option("--adapter-path", args->adapter_path, "Where the adapter is written")
+      ->capture_default_str();
+  command->add_option("--iters", options.iters, "Training steps")->capture_default_str();
+  command->add_option("--batch-size", options.batch_size, "Examples per step")
+      ->capture_default_str();
+  command->add_option("--learning-rate", options.learning_rate, "Adam's learning rate")
+      ->capture_default_str();
+  command->add_option("--optimizer", options.optimizer, "adam or adamw")->capture_default_str();
+  command->add_option("--weight-decay", options.weight_decay, "adamw's weight decay")
+      ->capture_default_str();
+  command->add_option("--num-layers", options.num_layers, "Blocks adapted, from the last")
+      ->capture_default_str();
+  command->add_option("--rank", options.rank, "LoRA rank")->capture_default_str();
+  command->add_option("--scale", options.scale, "LoRA scale (mlx-lm's factor)")
+      ->capture_default_str();
+  command->add_option("--dropout", options.dropout, "LoRA dropout (0 only, here)")
+      ->capture_default_str();
+  command->add_option("--keys", args->keys,
+                      "Projections to adapt within a block, e.g. self_attn.q_proj (default: all)");
+  command->add_flag("--mask-prompt", options.mask_prompt,
+                    "Score only the completion (the last message)");
+  command->add_option("--max-seq-length", options.max_seq_length, "Longer examples are cut")
+      ->capture_default_str();
+  command->add_option("--val-batches", options.val_batches, "Validation batches (-1: all)")
+      ->capture_default_str();
+  command->add_option("--steps-per-report", options.steps_per_report, "Steps between reports")
+      ->capture_default_str();
+  command->add_option("--steps-per-eval", options.steps_per_eval, "Steps between validations")
+      ->capture_default_str();
+  command->add_option("--save-every", options.save_every, "Steps between saved checkpoints")
+      ->capture_default_str();
+  command->add_option("--resume-adapter-file", args->resume,
+                      "Start from these adapter weights (adapters.safetensors)");
+  command->add_option("--seed", options.seed, "Seed of the initial factors and batch order")
+      ->capture_default_str();
+  command->callback([args] { run_lora(*args); });
+}
+
+}  // namespace mlx_cpp::cli

@@ -1,0 +1,102 @@
+// Training against mlx_lm.lora (oracle: tools/oracle/lora_training_goldens.py):
+// on a tiny llama with SmolLM2's tokenizer and chat template, three runs
+// (chat records with tools and a masked prompt under Adam; text records
+// under AdamW with keys; prompt/completion records resumed from an adapter
+// file) give mlx-lm's every step's loss, its validation losses and its
+// saved adapter; numpy's batch order is reproduced.
+#include <gtest/gtest.h>
+#include <mlx/io.h>
+#include <mlx/ops.h>
+
+#include <fstream>
+
+#include "../model/golden_case.h"
+#include "engine/training/lora_trainer.h"
+#include "engine/training/numpy_random.h"
+#include "io/error.h"
+
+namespace mlx_cpp {
+namespace {
+namespace mx = mlx::core;
+using testing::compare_exact;
+
+const std::filesystem::path kRoot = std::filesystem::path(MLX_CPP_GOLDENS) / "lora_training";
+
+nlohmann::json goldens_of(const std::string& run) {
+  std::ifstream in(kRoot / run / "goldens.json");
+  return nlohmann::json::parse(in);
+}
+
+LoraTrainingOptions options_of(const nlohmann::json& recorded, const std::filesystem::path& out) {
+  LoraTrainingOptions options;
+  // The oracle's folders, wherever they were written.
+  options.data =
+      kRoot / "data" / std::filesystem::path(recorded["data"].get<std::string>()).filename();
+  options.adapter_path = out;
+  options.num_layers = recorded["num_layers"];
+  options.batch_size = recorded["batch_size"];
+  options.iters = recorded["iters"];
+  options.val_batches = recorded["val_batches"];
+  options.steps_per_report = 1;
+  options.steps_per_eval = recorded["steps_per_eval"];
+  options.save_every = recorded["save_every"];
+  options.learning_rate = recorded["learning_rate"].get<float>();
+  options.optimizer = recorded["optimizer"];
+  options.mask_prompt = recorded.value("mask_prompt", false);
+  options.seed = recorded["seed"];
+  const auto& lora = recorded["lora_parameters"];
+  options.rank = lora["rank"];
+  options.scale = lora["scale"].get<float>();
+  if (lora.contains("keys")) options.keys = lora["keys"].get<std::vector<std::string>>();
+  if (recorded.contains("resume_adapter_file") && recorded["resume_adapter_file"].is_string())
+    options.resume_adapter_file = kRoot / out.filename().string().substr(5) / "start.safetensors";
+  return options;
+}
+
+class LoraTraining : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LoraTraining, LossesAndAdapterAreMlxLms) {
+  const auto goldens = goldens_of(GetParam());
+  RuntimeOptions runtime_options;
+  runtime_options.kernels = KernelMode::stock;
+  auto runtime = ModelRuntime::open(kRoot / "model", runtime_options);
+  const auto out = std::filesystem::path(::testing::TempDir()) / ("lora_" + GetParam());
+  std::filesystem::remove_all(out);
+  auto options = options_of(goldens["options"], out);
+  std::vector<std::pair<int, double>> validations;
+  auto result = train_lora(*runtime, options, [&](const TrainingReport& report) {
+    if (report.kind == TrainingReport::Kind::validation)
+      validations.emplace_back(report.iteration, report.loss);
+  });
+  const auto expected = goldens["train_losses"].get<std::vector<double>>();
+  ASSERT_EQ(result.step_losses.size(), expected.size());
+  for (std::size_t step = 0; step < expected.size(); ++step)
+    EXPECT_EQ(result.step_losses[step], expected[step]) << "step " << step + 1;
+  std::vector<std::pair<int, double>> expected_validations;
+  for (const auto& entry : goldens["valid_losses"])
+    expected_validations.emplace_back(entry[0].get<int>(), entry[1].get<double>());
+  EXPECT_EQ(validations, expected_validations);
+  auto ours = mx::load_safetensors((out / "adapters.safetensors").string()).first;
+  auto theirs =
+      mx::load_safetensors((kRoot / GetParam() / "adapters" / "adapters.safetensors").string())
+          .first;
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (const auto& [name, tensor] : theirs) {
+    ASSERT_TRUE(ours.count(name)) << name;
+    EXPECT_EQ(compare_exact(ours.at(name), tensor), "") << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Runs, LoraTraining,
+                         ::testing::Values("chat_masked", "text_adamw", "completions"));
+
+TEST(NumpyRandom, PermutationsAreNumpys) {
+  // np.random.seed(3); [np.random.permutation(n).tolist() for n in (5, 1, 12)]
+  NumpyRandom random(3);
+  EXPECT_EQ(random.permutation(5), (std::vector<int>{3, 4, 1, 0, 2}));
+  EXPECT_EQ(random.permutation(1), (std::vector<int>{0}));
+  EXPECT_EQ(random.permutation(12), (std::vector<int>{7, 9, 4, 1, 6, 2, 3, 10, 5, 0, 11, 8}));
+}
+
+}  // namespace
+}  // namespace mlx_cpp
