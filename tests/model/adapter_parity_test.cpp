@@ -10,6 +10,7 @@
 
 #include "engine/token_generator.h"
 #include "golden_case.h"
+#include "greedy_run.h"
 #include "io/error.h"
 #include "model/adapter_files.h"
 #include "model/dense_transformer.h"
@@ -38,6 +39,16 @@ std::shared_ptr<const AdapterStack> stack_of(const LanguageModel& model,
   return std::make_shared<AdapterStack>(std::vector<AdapterStack::Entry>{{bound, 1.0f}});
 }
 
+// Eight greedy steps with the adapters.
+GenerationOptions adapted_options(std::shared_ptr<const AdapterStack> stack,
+                                  KernelMode kernels = KernelMode::stock) {
+  GenerationOptions options;
+  options.max_tokens = 8;
+  options.adapters = std::move(stack);
+  options.kernels = kernels;
+  return options;
+}
+
 class AdapterParity : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -57,22 +68,11 @@ TEST_P(AdapterParity, GenerationAndForwardLogitsAreMlxLms) {
     if (entry.contains("mlx_lm_error")) continue;  // refused there: see the binding tests
     SCOPED_TRACE("adapter " + adapter);
     auto stack = stack_of(*loaded_.model, golden_.directory / adapter);
-    GenerationOptions options;
-    options.max_tokens = 8;
-    options.adapters = stack;
-    std::vector<int> tokens;
-    std::vector<mx::array> logits;
-    auto caches = loaded_.model->make_caches();
-    generate_tokens(
-        *loaded_.model, caches, prompt("window"), options, {},
-        [&](const GeneratedToken& token) {
-          tokens.push_back(token.id);
-          return true;
-        },
-        {}, [&](const mx::array& step) { logits.push_back(step); });
-    EXPECT_EQ(tokens, entry["greedy"].get<std::vector<int>>());
-    EXPECT_EQ(compare_exact(mx::concatenate(logits, 0), golden_.logits.at(adapter + ".generation")),
-              "");
+    auto run = testing::greedy_run(loaded_, prompt("window"), adapted_options(stack));
+    EXPECT_EQ(run.tokens, entry["greedy"].get<std::vector<int>>());
+    EXPECT_EQ(
+        compare_exact(mx::concatenate(run.logits, 0), golden_.logits.at(adapter + ".generation")),
+        "");
 
     auto ids = prompt("short");
     auto fresh = loaded_.model->make_caches();
@@ -158,20 +158,11 @@ TEST_P(AdapterParity, FastPathWithAdaptersKeepsTheFastContract) {
     EXPECT_LE(mx::max(mx::abs(mx::subtract(logits, expected))).item<float>(),
               kForwardBound * largest);
 
-    GenerationOptions options;
-    options.max_tokens = 8;
-    options.adapters = stack;
-    options.kernels = KernelMode::fast;
-    std::vector<int> tokens;
+    auto run =
+        testing::greedy_run(fast, prompt("window"), adapted_options(stack, KernelMode::fast));
+    const auto& tokens = run.tokens;
     std::vector<mx::array> steps;
-    auto decode_caches = fast.model->make_caches();
-    generate_tokens(
-        *fast.model, decode_caches, prompt("window"), options, {},
-        [&](const GeneratedToken& token) {
-          tokens.push_back(token.id);
-          return true;
-        },
-        {}, [&](const mx::array& step) { steps.push_back(mx::astype(step, mx::float32)); });
+    for (const auto& step : run.logits) steps.push_back(mx::astype(step, mx::float32));
     const auto greedy = entry["greedy"].get<std::vector<int>>();
     const auto& reference = golden_.logits.at(adapter + ".generation");
     for (std::size_t step = 0; step < greedy.size() && step < tokens.size(); ++step) {
@@ -210,16 +201,9 @@ TEST_P(AdapterParity, FusedDecodeStepsAddAdaptersAsTheOpGraph) {
       } catch (const Error&) {  // DoRA over the fast path's own layout: see above
         break;
       }
-      GenerationOptions options;
-      options.max_tokens = 8;
-      options.adapters = stack;
-      options.kernels = KernelMode::fast;
-      auto caches = loaded->model->make_caches();
-      runs.emplace_back();
-      generate_tokens(
-          *loaded->model, caches, prompt("window"), options, {},
-          [](const GeneratedToken&) { return true; }, {},
-          [&](const mx::array& step) { runs.back().push_back(step); });
+      runs.push_back(
+          testing::greedy_run(*loaded, prompt("window"), adapted_options(stack, KernelMode::fast))
+              .logits);
     }
     if (runs.size() < 2) continue;
     ASSERT_EQ(runs[0].size(), runs[1].size());

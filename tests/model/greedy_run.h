@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "engine/token_generator.h"
 #include "model/language_model.h"
 
 namespace mlx_cpp::testing {
@@ -16,5 +17,9 @@ struct GreedyRun {
 };
 
 GreedyRun greedy_run(const LoadedModel& loaded, const std::vector<int>& prompt, int steps);
+// With these options (max_tokens steps), the logits as the loop gives them
+// (in the model's dtype).
+GreedyRun greedy_run(const LoadedModel& loaded, const std::vector<int>& prompt,
+                     const GenerationOptions& options);
 
 }  // namespace mlx_cpp::testing
