@@ -15,5 +15,10 @@
 // that is reused for the longest common prefix between calls. It is not
 // thread-safe: use it from one thread (the server runs one engine thread).
 // Errors a user can fix (bad files, bad options) throw mlx_cpp::Error.
-#include "engine/session.h"  // IWYU pragma: export
-#include "io/error.h"        // IWYU pragma: export
+//
+// With LoRA adapters (mlx-lm's directories; stacked in order):
+//   request.options.adapters =
+//       mlx_cpp::load_adapter_stack(session->runtime().model(), {"adapters/"});
+#include "engine/adapter_registry.h"  // IWYU pragma: export
+#include "engine/session.h"           // IWYU pragma: export
+#include "io/error.h"                 // IWYU pragma: export

@@ -2,10 +2,12 @@
 // formats, defaults and adapter output (engine/training/lora_trainer.h).
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "cli/command.h"
 #include "cli/model_argument.h"
+#include "engine/adapter_registry.h"
 #include "engine/training/lora_trainer.h"
 #include "io/error.h"
 
@@ -17,7 +19,8 @@ struct LoraArguments {
   LoraTrainingOptions options;
   std::string data, adapter_path = "adapters", resume;
   std::vector<std::string> keys;
-  bool train = false;
+  bool train = false, test = false;
+  int test_batches = 500;
 };
 
 void print_report(const TrainingReport& report) {
@@ -47,7 +50,7 @@ void print_progress(int it, int iters) {
 }
 
 void run_lora(LoraArguments& args) {
-  if (!args.train) throw Error("lora: give --train (evaluating with --test is not offered yet)");
+  if (!args.train && !args.test) throw Error("lora: give --train, --test or both");
   auto& options = args.options;
   options.data = args.data;
   options.adapter_path = args.adapter_path;
@@ -56,11 +59,19 @@ void run_lora(LoraArguments& args) {
   RuntimeOptions runtime_options;
   runtime_options.kernels = KernelMode::stock;
   auto runtime = ModelRuntime::open(resolve_model_argument(args.model), runtime_options);
-  const bool terminal = isatty(STDERR_FILENO);
-  auto result = train_lora(*runtime, options, print_report, [&](int it) {
-    if (terminal) print_progress(it, options.iters);
-  });
-  std::printf("Saved final weights to %s.\n", result.adapter_file.string().c_str());
+  if (args.train) {
+    const bool terminal = isatty(STDERR_FILENO);
+    auto result = train_lora(*runtime, options, print_report, [&](int it) {
+      if (terminal) print_progress(it, options.iters);
+    });
+    std::printf("Saved final weights to %s.\n", result.adapter_file.string().c_str());
+  }
+  if (args.test) {
+    // The adapter just trained, or the one at --adapter-path.
+    auto adapters = load_adapter_stack(runtime->model(), {options.adapter_path});
+    const double loss = evaluate_lora(*runtime, options, "test", args.test_batches, *adapters);
+    std::printf("Test loss %.3f, Test ppl %.3f.\n", loss, std::exp(loss));
+  }
 }
 
 }  // namespace
@@ -72,7 +83,12 @@ void register_lora_command(CLI::App& app) {
       "lora", "Fine-tune a LoRA adapter (mlx_lm.lora's flags, data and adapter format)");
   command->add_option("-m,--model", args->model, "Model directory or cached model name")
       ->capture_default_str();
-  command->add_flag("--train", args->train, "Train (required)");
+  command->add_flag("--train", args->train, "Train an adapter");
+  command->add_flag("--test", args->test,
+                    "Report the loss on test.jsonl with the adapter (after training, or the one "
+                    "at --adapter-path)");
+  command->add_option("--test-batches", args->test_batches, "Test batches (-1: all)")
+      ->capture_default_str();
   command->add_option("--data", args->data, "Directory with train.jsonl (and valid.jsonl)")
       ->required();
   command->add_option("--adapter-path", args->adapter_path, "Where the adapter is written")

@@ -135,6 +135,24 @@ std::vector<mx::array> masked_loss(const LanguageModel& model, const AdapterStac
   return {mx::divide(mx::sum(mx::astype(cross_entropy, mx::float32)), tokens), tokens};
 }
 
+// mlx-lm's evaluate: the loss over up to `batches` batches (-1: all),
+// weighted by their scored tokens.
+double mean_loss(const LanguageModel& model, const std::vector<TrainingExample>& examples,
+                 const LoraTrainingOptions& options, int batches, NumpyRandom& numpy,
+                 const AdapterStack& stack) {
+  TrainingBatches source(examples, options.batch_size, options.max_seq_length, numpy, false);
+  mx::array total = mx::array(0.0f), tokens = mx::array(0);
+  for (int n = 0; batches < 0 || n < batches; ++n) {
+    auto batch = source.next();
+    if (!batch) break;
+    auto values = masked_loss(model, stack, *batch);
+    total = mx::add(total, mx::multiply(values[0], values[1]));
+    tokens = mx::add(tokens, values[1]);
+    mx::eval(total, tokens);
+  }
+  return mx::divide(total, tokens).item<float>();
+}
+
 // mlx.optimizers.Adam (bias_correction off) and AdamW, one parameter.
 struct AdamState {
   mx::array m, v;
@@ -250,18 +268,8 @@ TrainingResult train_lora(const ModelRuntime& runtime, const LoraTrainingOptions
     optimizer_state.push_back({mx::zeros_like(param), mx::zeros_like(param)});
 
   auto validation_loss = [&]() {
-    TrainingBatches batches(*valid_set, options.batch_size, options.max_seq_length, numpy, false);
-    mx::array total = mx::array(0.0f), tokens = mx::array(0);
-    for (int n = 0; options.val_batches < 0 || n < options.val_batches; ++n) {
-      auto batch = batches.next();
-      if (!batch) break;
-      current = *batch;
-      auto values = loss_of(params);
-      total = mx::add(total, mx::multiply(values[0], values[1]));
-      tokens = mx::add(tokens, values[1]);
-      mx::eval(total, tokens);
-    }
-    return mx::divide(total, tokens).item<float>();
+    return mean_loss(model, *valid_set, options, options.val_batches, numpy,
+                     *stack_of(model, sites, params, options.scale));
   };
 
   TrainingResult result;
@@ -328,6 +336,15 @@ TrainingResult train_lora(const ModelRuntime& runtime, const LoraTrainingOptions
   }
   write_adapter(adapter_file, sites, params);
   return result;
+}
+
+double evaluate_lora(const ModelRuntime& runtime, const LoraTrainingOptions& options,
+                     const std::string& split, int batches, const AdapterStack& adapters) {
+  auto examples = load_training_split(runtime, options.data, split, options.mask_prompt);
+  if (!examples)
+    throw Error("lora: " + (options.data / (split + ".jsonl")).string() + " is missing");
+  NumpyRandom numpy(options.seed);
+  return mean_loss(runtime.model(), *examples, options, batches, numpy, adapters);
 }
 
 }  // namespace mlx_cpp

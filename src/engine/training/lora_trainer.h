@@ -68,4 +68,9 @@ TrainingResult train_lora(const ModelRuntime& runtime, const LoraTrainingOptions
                           const std::function<void(const TrainingReport&)>& on_report = {},
                           const std::function<void(int)>& on_step = {});
 
+// The mean loss of `split` (e.g. "test") with `adapters`, over up to
+// `batches` batches (-1: all), as mlx_lm.lora --test computes it.
+double evaluate_lora(const ModelRuntime& runtime, const LoraTrainingOptions& options,
+                     const std::string& split, int batches, const AdapterStack& adapters);
+
 }  // namespace mlx_cpp
