@@ -196,7 +196,6 @@ std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files, cons
   adapter->rank = files.rank;
   adapter->scale = files.scale;
   adapter->by_site.resize(sites.size());
-  adapter->touches_layer.resize(spec.num_layers, false);
   const auto where = "adapter " + files.directory.string() + ": ";
   std::vector<mx::array> arrays;
   for (const auto& [module, tensors] : adapter_modules(files)) {
@@ -233,11 +232,6 @@ std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files, cons
       if (update.dora) arrays.push_back(update.dora->magnitude_ratio);
       adapter->bytes += update.a.nbytes() + update.b.nbytes();
       adapter->by_site[*site] = std::move(update);
-      const int layer = sites[*site].layer;
-      if (layer < 0)
-        adapter->touches_head = true;
-      else
-        adapter->touches_layer[layer] = true;
     }
   }
   mx::eval(arrays);

@@ -64,11 +64,6 @@ AdapterStack::AdapterStack(std::vector<Entry> entries) : entries_(std::move(entr
     if (by_site_.size() < sites.size()) by_site_.resize(sites.size());
     for (std::size_t site = 0; site < sites.size(); ++site)
       if (sites[site]) by_site_[site].push_back({&*sites[site], sites[site]->scale * entry.weight});
-    const auto& layers = entry.adapter->touches_layer;
-    if (touches_layer_.size() < layers.size()) touches_layer_.resize(layers.size(), false);
-    for (std::size_t layer = 0; layer < layers.size(); ++layer)
-      if (layers[layer]) touches_layer_[layer] = true;
-    touches_head_ = touches_head_ || entry.adapter->touches_head;
   }
   identity_ = identity.str();
 }
@@ -78,22 +73,8 @@ const std::vector<StackedUpdate>& AdapterStack::at(int site) const {
   return by_site_[site];
 }
 
-bool AdapterStack::touches_layer(std::size_t layer) const {
-  return layer < touches_layer_.size() && touches_layer_[layer];
-}
-
 bool RowAdapters::any() const {
   return std::any_of(rows.begin(), rows.end(), [](const auto* stack) { return stack; });
-}
-
-bool RowAdapters::touches_layer(std::size_t layer) const {
-  return std::any_of(rows.begin(), rows.end(),
-                     [layer](const auto* stack) { return stack && stack->touches_layer(layer); });
-}
-
-bool RowAdapters::touches_head() const {
-  return std::any_of(rows.begin(), rows.end(),
-                     [](const auto* stack) { return stack && stack->touches_head(); });
 }
 
 bool RowAdapters::uniform_at(int site) const {

@@ -55,9 +55,7 @@ struct BoundAdapter {
   int rank = 0;
   float scale = 1.0f;
   std::vector<std::optional<LowRankUpdate>> by_site;
-  std::vector<bool> touches_layer;  // per block
-  bool touches_head = false;        // an update outside the blocks (lm_head)
-  size_t bytes = 0;                 // of its tensors as held
+  size_t bytes = 0;  // of its tensors as held
 };
 
 // The adapters one row runs with, in the order their updates are added.
@@ -73,8 +71,6 @@ class AdapterStack {
   explicit AdapterStack(std::vector<Entry> entries);
 
   const std::vector<StackedUpdate>& at(int site) const;
-  bool touches_layer(std::size_t layer) const;
-  bool touches_head() const { return touches_head_; }
   const std::vector<Entry>& entries() const { return entries_; }
   // What a prefix-cache entry is keyed by: each adapter's name, the
   // fingerprint of its files and its weight, in order.
@@ -83,8 +79,6 @@ class AdapterStack {
  private:
   std::vector<Entry> entries_;
   std::vector<std::vector<StackedUpdate>> by_site_;
-  std::vector<bool> touches_layer_;
-  bool touches_head_ = false;
   std::string identity_;
 };
 
@@ -94,8 +88,6 @@ struct RowAdapters {
 
   static RowAdapters single(const AdapterStack* stack) { return {{stack}}; }
   bool any() const;
-  bool touches_layer(std::size_t layer) const;
-  bool touches_head() const;
   // Whether every row runs with the same stack for `site`.
   bool uniform_at(int site) const;
   // Whether every row runs the same updates on every site of `sites`.
