@@ -25,27 +25,6 @@ using Tensors = std::map<std::string, mx::array>;
 // mlx-lm's save_model: shards of at most 5 GiB.
 constexpr size_t kShardBytes = size_t(5) << 30;
 
-// The quantization of a module as the config gives it: its own entry (a
-// dict, or false for none), else the default.
-std::optional<QuantizationParams> module_quantization(const nlohmann::json& config,
-                                                      const std::string& module) {
-  if (!config.contains("quantization") || !config["quantization"].is_object()) return std::nullopt;
-  const auto& block = config["quantization"];
-  auto params_of = [](const nlohmann::json& entry) {
-    QuantizationParams params;
-    params.group_size = entry.value("group_size", params.group_size);
-    params.bits = entry.value("bits", params.bits);
-    params.mode = entry.value("mode", params.mode);
-    return params;
-  };
-  if (block.contains(module)) {
-    const auto& entry = block[module];
-    if (entry.is_boolean() && !entry.get<bool>()) return std::nullopt;
-    if (entry.is_object()) return params_of(entry);
-  }
-  return params_of(block);
-}
-
 mx::array dequantized(const Tensors& tensors, const std::string& module,
                       const QuantizationParams& params) {
   return mx::dequantize(tensors.at(module + ".weight"), tensors.at(module + ".scales"),
@@ -142,6 +121,7 @@ FuseReport fuse_adapter(const std::filesystem::path& model_directory,
   if (std::filesystem::exists(out) && !std::filesystem::is_empty(out))
     throw Error("fuse: " + out.string() + " exists and is not empty");
   auto config = read_json_file(model_directory / "config.json");
+  const auto quantization_config = QuantizationConfig::from_model_config(config);
   Tensors tensors;
   for (const auto& file : find_weight_files(model_directory))
     for (auto& [name, tensor] : load_safetensors_checked(file)) tensors.emplace(name, tensor);
@@ -150,7 +130,7 @@ FuseReport fuse_adapter(const std::filesystem::path& model_directory,
   for (const auto& [adapter_module, update] : adapter_modules(files)) {
     const auto module = checkpoint_module(tensors, adapter_module);
     const auto quantization =
-        tensors.count(module + ".scales") ? module_quantization(config, module) : std::nullopt;
+        tensors.count(module + ".scales") ? quantization_config.configured(module) : std::nullopt;
     auto weight =
         quantization ? dequantized(tensors, module, *quantization) : tensors.at(module + ".weight");
     weight = fused_weight(weight, update, files.scale, files.fine_tune_type == "dora");
@@ -173,7 +153,7 @@ FuseReport fuse_adapter(const std::filesystem::path& model_directory,
       if (name.size() > 7 && name.compare(name.size() - 7, 7, ".scales") == 0)
         quantized.push_back(name.substr(0, name.size() - 7));
     for (const auto& module : quantized) {
-      auto params = module_quantization(config, module);
+      auto params = quantization_config.configured(module);
       if (!params)
         throw Error("fuse: " + module + " has scales but the config does not quantize it");
       tensors.insert_or_assign(module + ".weight", dequantized(tensors, module, *params));

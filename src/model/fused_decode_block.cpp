@@ -145,12 +145,10 @@ mx::array rotated(const Plan& p, const mx::array& heads, int position) {
 
 // The step's adapter updates: factor pairs, and per projection (q, k, v,
 // o, gate, up, down) the terms of the rows that have some.
+using ProjectionTerms = std::array<std::vector<kernels::LowRankTerm>, 7>;
 struct StepAdapters {
   std::vector<mx::array> factors;
-  std::array<std::vector<kernels::LowRankTerm>, 7> terms;
-  bool any() const {
-    return std::any_of(terms.begin(), terms.end(), [](const auto& t) { return !t.empty(); });
-  }
+  ProjectionTerms terms;
 };
 enum ProjectionIndex { kQ, kK, kV, kO, kGate, kUp, kDown };
 
@@ -233,19 +231,21 @@ void run_step(const Plan& p, const StepTypes& types, const mx::array& x, std::ve
 }
 
 // inputs {x, then key and value storage of each row, then the adapters'
-// factors} → {block output, then each row's key and value storage}. The storage is written in place
-// (the outputs share the inputs' buffers) unless the row's slot asked for a copy or the storage is
-// strided; then the outputs are fresh copies.
+// factors} → {block output, then each row's key and value storage}. The
+// storage is written in place (the outputs share the inputs' buffers)
+// unless the row's slot asked for a copy or the storage is strided; then
+// the outputs are fresh copies.
 class FusedDecodeStep : public mx::Primitive {
  public:
   FusedDecodeStep(mx::Stream stream, std::shared_ptr<const Plan> plan, const StepTypes& types,
-                  std::vector<int> positions, std::vector<bool> copies, StepAdapters adapters)
+                  std::vector<int> positions, std::vector<bool> copies,
+                  ProjectionTerms adapter_terms)
       : Primitive(stream),
         plan_(std::move(plan)),
         types_(types),
         positions_(std::move(positions)),
         copies_(std::move(copies)),
-        adapters_(std::move(adapters)) {}
+        adapter_terms_(std::move(adapter_terms)) {}
 
   void eval_cpu(const std::vector<mx::array>& inputs, std::vector<mx::array>& outputs) override {
     auto& encoder = mx::cpu::get_command_encoder(stream());
@@ -267,7 +267,7 @@ class FusedDecodeStep : public mx::Primitive {
     for (const auto& in : inputs) weak_inputs.push_back(weak(in));
     for (const auto& out : outputs) weak_outputs.push_back(weak(out));
     // The factors as the task reads them: the inputs' weak copies.
-    StepAdapters adapters{{weak_inputs.begin() + storage_end, weak_inputs.end()}, adapters_.terms};
+    StepAdapters adapters{{weak_inputs.begin() + storage_end, weak_inputs.end()}, adapter_terms_};
     encoder.dispatch([plan = plan_, types = types_, positions = positions_, copies,
                       adapters = std::move(adapters), inputs = std::move(weak_inputs),
                       outputs = std::move(weak_outputs)]() mutable {
@@ -296,7 +296,7 @@ class FusedDecodeStep : public mx::Primitive {
   StepTypes types_;
   std::vector<int> positions_;
   std::vector<bool> copies_;
-  StepAdapters adapters_;  // its factors are the last inputs
+  ProjectionTerms adapter_terms_;  // over the factors, the last inputs
 };
 
 std::optional<Projection> fast_projection(const Linear& linear) {
@@ -451,7 +451,7 @@ std::optional<mx::array> FusedDecodeBlock::operator()(const mx::array& x,
   auto outputs = mx::array::make_arrays(
       std::move(shapes), std::move(dtypes),
       std::make_shared<FusedDecodeStep>(stream, plan_, types, std::move(positions),
-                                        std::move(copies), std::move(step_adapters)),
+                                        std::move(copies), std::move(step_adapters.terms)),
       std::move(inputs));
   for (int b = 0; b < batch; ++b) caches[b]->commit_decode(outputs[1 + 2 * b], outputs[2 + 2 * b]);
   return outputs[0];

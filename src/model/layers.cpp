@@ -139,8 +139,7 @@ mx::array Linear::operator()(const mx::array& x, const RowAdapters& adapters) co
 std::optional<mx::array> Linear::stock_weight() const {
   if (dense_) return dense_;
   const auto& q = *quantized_;
-  if (q.layout != kernels::WeightLayout::mlx || q.scales.dtype() != q.biases.dtype())
-    return std::nullopt;
+  if (q.layout != kernels::WeightLayout::mlx) return std::nullopt;
   return mx::dequantize(q.packed, q.scales, q.biases, q.params.group_size, q.params.bits,
                         q.params.mode);
 }

@@ -90,7 +90,6 @@ class Linear {
   // dequantized), or nullopt where the fast path keeps the weights in a
   // form of its own.
   std::optional<mlx::core::array> stock_weight() const;
-  const std::optional<mlx::core::array>& dense_weight() const { return dense_; }
 
  private:
   std::optional<mlx::core::array> dense_;  // [out, in]

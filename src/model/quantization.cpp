@@ -88,6 +88,11 @@ std::optional<QuantizationParams> QuantizationConfig::for_module(const std::stri
   return params;
 }
 
+std::optional<QuantizationParams> QuantizationConfig::configured(const std::string& path) const {
+  auto found = overrides_.find(path);
+  return found != overrides_.end() ? found->second : default_;
+}
+
 void QuantizationConfig::rename_modules(
     const std::function<std::string(const std::string&)>& rename) {
   std::map<std::string, std::optional<QuantizationParams>> renamed;

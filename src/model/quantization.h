@@ -30,6 +30,10 @@ class QuantizationConfig {
   std::optional<QuantizationParams> for_module(const std::string& path, int in_dims,
                                                const WeightStore& weights) const;
 
+  // What config.json says of the module, as mlx-lm's loader reads it: its
+  // own entry, else the default (nullopt: kept dense, or no quantization).
+  std::optional<QuantizationParams> configured(const std::string& path) const;
+
   bool enabled() const { return default_.has_value(); }
   // Renames the modules named in the config (as the checkpoint's tensors are).
   void rename_modules(const std::function<std::string(const std::string&)>& rename);
