@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/model_argument.h"
 #include "engine/adapter_registry.h"
+#include "engine/compute_device.h"
 #include "engine/decode_traffic.h"
 #include "engine/scheduler.h"
 #include "engine/token_generator.h"
@@ -47,11 +48,18 @@ struct BenchArguments {
 // (decode and prefill shapes, at the model's precision choices), so every
 // number comes with what produced it.
 nlohmann::json kernel_report(KernelMode mode) {
-  nlohmann::json report = {{"cpu", kernels::cpu_model()},
+  nlohmann::json report = {{"device", compute_device_description()},
+                           {"cpu", kernels::cpu_model()},
                            {"features", kernels::cpu_feature_names()},
                            {"simd", kernels::isa_name(kernels::active_isa())}};
   if (mode == KernelMode::stock) {
     report["quantized_matmul"] = "stock (MLX's quantized_matmul)";
+    return report;
+  }
+  // The own kernels are CPU kernels: on the GPU every one of them takes its
+  // op-built fallback, MLX's own kernels.
+  if (computing_on_gpu()) {
+    report["quantized_matmul"] = "MLX's quantized_matmul (the own kernels run on the CPU only)";
     return report;
   }
   nlohmann::json variants;
@@ -70,6 +78,7 @@ void print_kernel_report(KernelMode mode) {
   const auto report = kernel_report(mode);
   std::string features;
   for (const auto& feature : report["features"]) features += " " + feature.get<std::string>();
+  std::printf("device %s\n", report["device"].get<std::string>().c_str());
   std::printf("cpu %s (%s), simd %s\n", report["cpu"].get<std::string>().c_str(),
               features.empty() ? "no SIMD extensions" : features.substr(1).c_str(),
               report["simd"].get<std::string>().c_str());

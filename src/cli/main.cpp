@@ -2,14 +2,23 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "engine/memory_policy.h"
+#include "engine/compute_device.h"
 #include "io/error.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"mlx-cpp: run and serve MLX-format language models", "mlx-cpp"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "mlx-cpp 0.1.0");
-  mlx_cpp::apply_memory_policy();
+  // Every command computes on the device chosen here, before its callback.
+  std::string device = "auto";
+  app.add_option("--device", device,
+                 "Where to compute: gpu, cpu or auto (the GPU when this build has one and "
+                 "the machine shows one)")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->envname("MLX_CPP_DEVICE");
+  app.fallthrough();  // `mlx-cpp generate --device cpu` as well as `mlx-cpp --device cpu generate`
+  app.parse_complete_callback(
+      [&device] { mlx_cpp::select_compute_device(mlx_cpp::parse_compute_device(device)); });
   mlx_cpp::cli::register_generate_command(app);
   mlx_cpp::cli::register_tokenize_commands(app);
   mlx_cpp::cli::register_convert_command(app);

@@ -15,6 +15,7 @@
 #include "chat/tool_call_format.h"
 #include "cli/command.h"
 #include "cli/model_argument.h"
+#include "engine/compute_device.h"
 #include "engine/model_runtime.h"
 #include "engine/scheduler.h"
 #include "io/error.h"
@@ -82,10 +83,11 @@ std::size_t parse_bytes(const std::string& option, const std::string& value,
   throw Error(option + ": expected a byte count or 'auto', got '" + value + "'");
 }
 
-// --memory-budget auto: physical memory less a margin for the system and
-// the server's own buffers (a tenth, at least 1 GiB).
+// --memory-budget auto: the device's memory (physical memory on the CPU,
+// MLX's limit on the GPU) less a margin for the system and the server's own
+// buffers (a tenth, at least 1 GiB).
 std::size_t automatic_memory_budget() {
-  const std::size_t total = meminfo_bytes("MemTotal");
+  const std::size_t total = usable_memory_bytes();
   const std::size_t margin = std::max<std::size_t>(total / 10, std::size_t(1) << 30);
   return total > margin ? total - margin : 0;
 }
@@ -146,9 +148,12 @@ void run_serve(const ServeArguments& args) {
   if (args.tool_call_format != "auto") options.tool_call_format = args.tool_call_format;
   options.chat_template_file = args.chat_template_file;
   auto scheduling = args.scheduling;
-  // A quarter of the memory free at start-up, as the prefix cache's default.
-  scheduling.prompt_cache_bytes = parse_bytes("--prompt-cache-bytes", args.prompt_cache_bytes,
-                                              meminfo_bytes("MemAvailable") / 4);
+  // A quarter of the memory free at start-up (of the GPU's, on the GPU), as
+  // the prefix cache's default.
+  const std::size_t free_memory =
+      computing_on_gpu() ? usable_memory_bytes() : meminfo_bytes("MemAvailable");
+  scheduling.prompt_cache_bytes =
+      parse_bytes("--prompt-cache-bytes", args.prompt_cache_bytes, free_memory / 4);
   scheduling.memory_budget =
       parse_bytes("--memory-budget", args.memory_budget, automatic_memory_budget());
   scheduling.keep_draft_calibration = true;

@@ -17,12 +17,16 @@
 // compiled once as an object library and linked into every executable that
 // links the kernels layer (see src/CMakeLists.txt), so no call site can forget
 // it.
-#include <cstdlib>
-
 #include <mlx/allocator.h>
+#include <mlx/backend/cuda/cuda.h>
+#include <mlx/device.h>
 #include <mlx/scheduler.h>
 #include <mlx/stream.h>
 #include <mlx/utils.h>
+
+#include <cstdlib>
+
+#include "runtime/stop_signals_blocked.h"
 
 namespace mx = mlx::core;
 
@@ -45,7 +49,14 @@ void drain_cpu_streams() {
 
 // Creates no stream and so no thread: a thread started before main would
 // miss the signal mask the server sets up (SIGTERM would kill it).
+//
+// MLX's CUDA build allocates through the CUDA driver, for the CPU too: with
+// no GPU visible its allocator cannot be made, nothing of MLX can run, and
+// main() says so (engine/compute_device.cpp) instead of aborting here. Where
+// a GPU is, the driver's threads start here and must not take stop signals.
 const bool kDrainRegistered = [] {
+  mlx_cpp::StopSignalsBlocked blocked;
+  if (mx::cu::is_available() && mx::device_count(mx::Device::gpu) == 0) return false;
   mx::allocator::allocator();
   mx::scheduler::scheduler();
   mx::get_streams();

@@ -452,27 +452,38 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--only", help="comma-separated case names")
+    # Where kernels are compiled at run time (MLX's CUDA backend), one
+    # process per shard spreads the compiling over the machine's cores.
+    parser.add_argument("--shard", default="0/1",
+                        help="K/N: make only every N-th case, from the K-th (manifest.K.json)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = set(args.only.split(",")) if args.only else None
+    shard, shards = (int(part) for part in args.shard.split("/"))
+    counter = iter(range(1 << 30))
+
+    def wanted(name):
+        return next(counter) % shards == shard and (not only or name in only)
+
     cases = []
     for index, (arch, config) in enumerate(ARCHITECTURES.items()):
         for quant_name, quant, dtype in case_quantizations(arch):
-            if only and f"{arch}_{quant_name}" not in only:
+            if not wanted(f"{arch}_{quant_name}"):
                 continue
             cases.append(make_case(args.out, arch, quant_name, config, checkpoint_seed(index),
                                    quant, dtype))
             print("wrote", cases[-1], flush=True)
     arch, quant_name, quant = FLOAT32_CASE
-    if not only or f"{arch}_{quant_name}" in only:
+    if wanted(f"{arch}_{quant_name}"):
         cases.append(make_case(args.out, arch, quant_name, ARCHITECTURES[arch], 991, quant,
                                mx.float32))
         print("wrote", cases[-1], flush=True)
     arch, quant_name, quant = SIX_BIT_CASE
-    if not only or f"{arch}_{quant_name}" in only:
+    if wanted(f"{arch}_{quant_name}"):
         cases.append(make_case(args.out, arch, quant_name, ARCHITECTURES[arch], 993, quant))
         print("wrote", cases[-1], flush=True)
-    (args.out / "manifest.json").write_text(json.dumps({"cases": cases, "decode_steps": DECODE_STEPS}))
+    manifest = "manifest.json" if shards == 1 else f"manifest.{shard}.json"
+    (args.out / manifest).write_text(json.dumps({"cases": cases, "decode_steps": DECODE_STEPS}))
 
 
 if __name__ == "__main__":
