@@ -56,10 +56,11 @@ nlohmann::json kernel_report(KernelMode mode) {
     report["quantized_matmul"] = "stock (MLX's quantized_matmul)";
     return report;
   }
-  // The own kernels are CPU kernels: on the GPU every one of them takes its
-  // op-built fallback, MLX's own kernels.
+  // On the GPU: the own matrix-vector kernel for decode-shaped 4- and 8-bit
+  // calls (kernels/gpu/), MLX's kernels for the rest and for every other op.
   if (computing_on_gpu()) {
-    report["quantized_matmul"] = "MLX's quantized_matmul (the own kernels run on the CPU only)";
+    report["quantized_matmul"] =
+        "own GPU matrix-vector kernel (4/8-bit decode), MLX's quantized_matmul otherwise";
     return report;
   }
   nlohmann::json variants;

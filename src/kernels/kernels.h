@@ -5,7 +5,8 @@
 // sit below io/ and do not use mlx_cpp::Error), and evaluates through an MLX
 // primitive whose CPU implementation is multi-threaded and SIMD (AVX2 or
 // AVX-512, picked at run time; a portable scalar path otherwise). On a
-// non-CPU stream the op returns its stock-op fallback. The caller decides
+// non-CPU stream the op returns its stock-op fallback, except where a GPU
+// kernel of our own covers the call (kernels/gpu/). The caller decides
 // per call site whether to use these or the stock ops. cpu_features.h can
 // cap the SIMD level (tests, benchmarks).
 #include <mlx/array.h>

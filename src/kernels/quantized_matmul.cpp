@@ -11,6 +11,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/eager.h"
+#include "kernels/gpu/quantized_matvec.h"
 #include "kernels/kernels.h"
 #include "kernels/primitive_base.h"
 #include "kernels/qmm_kernels.h"
@@ -434,7 +435,21 @@ std::vector<mx::array> quantized_matmuls_fast(const mx::array& x,
     return outputs;
   };
   auto stream = mx::to_stream(s);
-  if (stream.device != mx::Device::cpu) return fallback(inputs);
+  if (stream.device != mx::Device::cpu) {
+    // On the GPU: the own matrix-vector kernel for decode-shaped calls on
+    // MLX's layout, MLX's kernels for everything else.
+    const bool own =
+        layout == WeightLayout::mlx &&
+        std::all_of(weights.begin(), weights.end(), [&](const QuantizedWeights& q) {
+          return gpu::quantized_matvec_covers(x, q.w, q.scales, group_size, bits, stream);
+        });
+    if (!own) return fallback(inputs);
+    std::vector<mx::array> outputs;
+    for (const auto& q : weights)
+      outputs.push_back(
+          gpu::quantized_matvec(x, q.w, q.scales, q.biases, group_size, bits, stream));
+    return outputs;
+  }
   return mx::array::make_arrays(std::move(shapes), dtypes,
                                 std::make_shared<QuantizedMatmulsFast>(
                                     stream, fallback, group_size, bits, precision, prefill, layout),

@@ -58,11 +58,18 @@ int kernel_width_for(int bits) {
   }
 }
 
+// The own CPU kernels read the weights: the fast path, computing on the CPU.
+// On the GPU they take MLX's kernels, which read MLX's layout at every width,
+// so none of the CPU layouts below is made there.
+bool cpu_kernels_read(KernelMode kernels) {
+  return kernels == KernelMode::fast && mx::default_device() == mx::Device::cpu;
+}
+
 // On the fast path, weights of a width the kernels do not read are widened
 // to one they do.
 void widen_for_kernels(QuantizedTensor& q, KernelMode kernels) {
   const int wide = kernel_width_for(q.params.bits);
-  if (kernels != KernelMode::fast || wide == 0) return;
+  if (!cpu_kernels_read(kernels) || wide == 0) return;
   q.packed = kernels::widen_quantized_codes(q.packed, q.params.bits, wide);
   q.params.bits = wide;
 }
@@ -124,7 +131,7 @@ Linear Linear::load(WeightStore& weights, const QuantizationConfig& quantization
   if (layer.quantized_) widen_for_kernels(*layer.quantized_, kernels);
   if (!layer.quantized_)
     layer.dense_ = weights.take(path + ".weight", mx::Shape{out_dims, in_dims});
-  else if (layer.runs_fast_kernel()) {
+  else if (layer.runs_fast_kernel() && cpu_kernels_read(kernels)) {
     narrow_float32_factors(*layer.quantized_);
     interleave_rows_where_it_pays(*layer.quantized_);
   }
