@@ -38,11 +38,31 @@ struct Quantized {
   mx::array w, scales, biases, dense;  // dense: the dequantized weights, float32
 };
 
+// scale * code + bias in float32 for every weight. (MLX's dequantize with
+// bfloat16 factors computes in bfloat16 even when asked for float32 output:
+// each weight then carries a 2^-9 rounding, which over thousands of terms is
+// far more than the kernel's own error.)
+mx::array dequantize_exactly(const mx::array& w, const mx::array& scales, const mx::array& biases,
+                             int group_size, int bits) {
+  const auto cpu = mx::Device::cpu;
+  const int per_word = 32 / bits, n = w.shape(0), k = w.shape(1) * per_word;
+  auto shifts = mx::astype(mx::arange(0, 32, bits, cpu), mx::uint32, cpu);
+  auto codes = mx::bitwise_and(mx::right_shift(mx::expand_dims(w, -1, cpu), shifts, cpu),
+                               mx::array((1u << bits) - 1u, mx::uint32), cpu);
+  codes = mx::astype(mx::reshape(codes, {n, k}, cpu), mx::float32, cpu);
+  auto per_weight = [&](const mx::array& factors) {
+    return mx::repeat(mx::astype(factors, mx::float32, cpu), group_size, 1, cpu);
+  };
+  return mx::add(mx::multiply(codes, per_weight(scales), cpu), per_weight(biases), cpu);
+}
+
 Quantized quantize(int n, int k, int group_size, int bits, mx::Dtype factors, int seed) {
   auto weights = random_normal({n, k}, factors, 0.05f, seed);
   auto parts = mx::quantize(weights, group_size, bits, "affine", std::nullopt, mx::Device::cpu);
-  auto dense = mx::dequantize(parts[0], parts[1], parts[2], group_size, bits, "affine",
-                              std::nullopt, mx::float32, mx::Device::cpu);
+  // Codes of widths that do not divide 32 straddle words: no reference for
+  // those (the kernel does not take them).
+  auto dense = 32 % bits == 0 ? dequantize_exactly(parts[0], parts[1], parts[2], group_size, bits)
+                              : mx::array(0.0f);
   mx::eval(parts);
   mx::eval(dense);
   return {parts[0], parts[1], parts[2], dense};
@@ -175,6 +195,28 @@ TEST(GpuQuantizedMatvec, QuantizedMatmulFastTakesItForDecodeShapesOnly) {
                             PrefillArithmetic::float32, gpu);
   auto stock = mx::quantized_matmul(prefill, q.w, q.scales, q.biases, true, 64, 4, "affine", gpu);
   EXPECT_TRUE(mx::array_equal(fast_prefill, stock).item<bool>());
+}
+
+// The reference itself, without a GPU: every weight is its code times its
+// group's scale plus its bias, computed one by one in float32.
+TEST(GpuQuantizedMatvec, TheReferenceDequantizesExactly) {
+  for (int bits : {4, 8}) {
+    auto q = quantize(16, 128, 32, bits, mx::bfloat16, 95 + bits);
+    const auto words = q.w.data<uint32_t>();
+    const auto scales = mx::astype(q.scales, mx::float32, mx::Device::cpu);
+    const auto biases = mx::astype(q.biases, mx::float32, mx::Device::cpu);
+    mx::eval(scales, biases);
+    const int per_word = 32 / bits;
+    for (int n = 0; n < 16; ++n)
+      for (int k = 0; k < 128; ++k) {
+        const uint32_t code =
+            (words[n * 128 / per_word + k / per_word] >> (bits * (k % per_word))) &
+            ((1u << bits) - 1u);
+        const float expected = static_cast<float>(code) * scales.data<float>()[n * 4 + k / 32] +
+                               biases.data<float>()[n * 4 + k / 32];
+        ASSERT_EQ(q.dense.data<float>()[n * 128 + k], expected) << n << ", " << k;
+      }
+  }
 }
 
 // What the kernel does not take, decided without a GPU.
