@@ -70,6 +70,13 @@ std::vector<AdapterRegistry::Mounted> AdapterRegistry::list() const {
   return result;
 }
 
+std::size_t AdapterRegistry::mounted_bytes() const {
+  std::lock_guard lock(mutex_);
+  std::size_t bytes = 0;
+  for (const auto& [name, adapter] : mounted_) bytes += adapter->bytes;
+  return bytes;
+}
+
 std::shared_ptr<const AdapterStack> AdapterRegistry::resolve(
     const std::vector<AdapterChoice>& choices) const {
   if (choices.empty()) return nullptr;

@@ -55,6 +55,8 @@ class AdapterRegistry {
     long in_use = 0;
   };
   std::vector<Mounted> list() const;
+  // The bytes of every mounted adapter's tensors.
+  std::size_t mounted_bytes() const;
   // nullptr for an empty choice list; throws Error naming an adapter that
   // is not mounted.
   std::shared_ptr<const AdapterStack> resolve(const std::vector<AdapterChoice>& choices) const;

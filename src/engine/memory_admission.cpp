@@ -19,7 +19,10 @@ std::string mib(std::size_t bytes) {
 
 MemoryAdmission::MemoryAdmission(const LanguageModel& model, std::size_t budget, int context,
                                  int prefill_chunk)
-    : budget_(budget), weights_(model.weight_bytes()), prefill_chunk_(prefill_chunk) {
+    : budget_(budget),
+      weights_(model.weight_bytes()),
+      context_(context),
+      prefill_chunk_(prefill_chunk) {
   if (!limited()) return;
   probe_ = model.make_caches();
   model.forward(mx::zeros({1, 1}, mx::int32), probe_);
@@ -30,6 +33,18 @@ MemoryAdmission::MemoryAdmission(const LanguageModel& model, std::size_t budget,
                                " of cache for one sequence of its " + std::to_string(context) +
                                "-token context, more than the memory budget of " + mib(budget_) +
                                " (raise the budget or lower the context size)");
+}
+
+void MemoryAdmission::set_resident_bytes(std::size_t bytes) {
+  if (limited()) {
+    const std::size_t full = sequence_bytes(context_);
+    if (weights_ + bytes + full > budget_)
+      throw MemoryAdmissionError(mib(bytes) + " held beside " + mib(weights_) +
+                                 " of weights leave no room for one " + "sequence of the " +
+                                 std::to_string(context_) + "-token context (" + mib(full) +
+                                 ") within the memory budget of " + mib(budget_));
+  }
+  resident_ = bytes;
 }
 
 const CacheList& MemoryAdmission::quantized_probe(const KvQuantization& quantization) const {
@@ -70,7 +85,8 @@ int MemoryAdmission::fit_max_tokens(int prompt_tokens, int wanted,
         "the prompt's " + std::to_string(prompt_tokens) + " tokens and one generated token need " +
         std::to_string(sequence_bytes(prompt_tokens + 1, scheme)) +
         " bytes of cache; the memory budget of " + std::to_string(budget_) + " bytes leaves " +
-        std::to_string(room) + " after " + std::to_string(weights_) + " bytes of weights");
+        std::to_string(room) + " after " + std::to_string(weights_ + resident_) +
+        " bytes of weights and adapters");
   // The largest n <= wanted with the sequence's caches within the room.
   int low = 1, high = wanted;
   while (low < high) {

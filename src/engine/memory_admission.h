@@ -32,8 +32,17 @@ class MemoryAdmission {
   // tokens under `scheme`. A layer quantized past the scheme's start holds
   // its float storage and the quantized copy at once while it switches.
   std::size_t sequence_bytes(int tokens, const KvCacheScheme& scheme = {}) const;
-  // The bytes caches may use: the budget less the weights.
-  std::size_t cache_room() const { return budget_ > weights_ ? budget_ - weights_ : 0; }
+  // Memory besides the weights that stays resident while it is set (mounted
+  // adapters). Throws MemoryAdmissionError, and changes nothing, when the
+  // weights, these bytes and one sequence of the full context would no
+  // longer fit the budget.
+  void set_resident_bytes(std::size_t bytes);
+  std::size_t resident_bytes() const { return resident_; }
+  // The bytes caches may use: the budget less the weights and the resident
+  // bytes.
+  std::size_t cache_room() const {
+    return budget_ > weights_ + resident_ ? budget_ - weights_ - resident_ : 0;
+  }
   // The most new tokens a prompt of `prompt_tokens` may generate under the
   // budget (at most `wanted`); throws MemoryAdmissionError when not even
   // one fits.
@@ -42,6 +51,8 @@ class MemoryAdmission {
  private:
   std::size_t budget_;
   std::size_t weights_;
+  std::size_t resident_ = 0;
+  int context_;
   int prefill_chunk_;
   // The probe's caches quantized this way (nullptr: the kind has no
   // quantized form), made on first use.

@@ -148,6 +148,7 @@ SchedulerCounts Scheduler::counts() const {
   counts.kv_reserved_bytes = reserved_bytes_;
   counts.memory_budget = admission_.budget();
   counts.weight_bytes = admission_.weight_bytes();
+  counts.resident_bytes = admission_.resident_bytes();
   counts.prefix_cache_bytes = prefix_cache_.bytes();
   counts.prefix_cache_entries = prefix_cache_.entries();
   if (ssd_cache_) {
@@ -249,6 +250,22 @@ void Scheduler::admit() {
     reserved_bytes_ += *reserved;
     prefilling_.push_back(std::move(sequence));
     if (phases_) phases_->admit(1);
+  }
+}
+
+void Scheduler::set_resident_bytes(std::size_t bytes) {
+  if (admission_.limited()) {
+    const std::size_t budget = admission_.budget(), weights = admission_.weight_bytes();
+    if (weights + bytes + reserved_bytes_ > budget)
+      throw MemoryAdmissionError(
+          "the memory budget of " + std::to_string(budget) + " bytes cannot hold " +
+          std::to_string(bytes) + " bytes beside the weights and the running sequences (" +
+          std::to_string(reserved_bytes_) + " bytes reserved); try again when fewer run");
+  }
+  admission_.set_resident_bytes(bytes);
+  if (admission_.limited()) {
+    const std::size_t room = admission_.cache_room();
+    prefix_cache_.shrink_to(room > reserved_bytes_ ? room - reserved_bytes_ : 0);
   }
 }
 

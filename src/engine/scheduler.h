@@ -54,6 +54,7 @@ struct SchedulerCounts {
   std::size_t kv_bytes = 0;           // caches of running sequences, as held now
   std::size_t kv_reserved_bytes = 0;  // what they may grow to (prompt + max_tokens)
   std::size_t memory_budget = 0, weight_bytes = 0;
+  std::size_t resident_bytes = 0;  // held beside the weights: mounted adapters
   std::size_t prefix_cache_bytes = 0, prefix_cache_entries = 0;
   SsdCacheCounts ssd_cache;  // zeros without the tier
   bool ssd_cache_enabled = false;
@@ -80,6 +81,13 @@ class Scheduler {
   void step();
   // Fails every sequence (the model raised): each sink gets the error.
   void fail_all(std::exception_ptr error);
+
+  // Memory held beside the weights while it is set (the mounted adapters'
+  // bytes): admission leaves it out of the caches' room and the prefix cache
+  // shrinks to fit. Throws MemoryAdmissionError, and changes nothing, when it
+  // would leave no room for one full-context sequence, or less than the
+  // running sequences have reserved.
+  void set_resident_bytes(std::size_t bytes);
 
   SchedulerCounts counts() const;
   const SchedulerOptions& options() const { return options_; }

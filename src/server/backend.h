@@ -95,6 +95,7 @@ class SchedulerBackend : public Backend {
         adapters_(runtime_->model()) {
     validate_kv_cache_scheme(defaults_.kv_cache, runtime_->model());
     for (const auto& [name, directory] : mounts) adapters_.mount(name, directory);
+    scheduler_.set_resident_bytes(adapters_.mounted_bytes());
   }
   int context_size() const override { return runtime_->context_size(); }
   int vocab_size() const override { return runtime_->model().vocab_size(); }
@@ -138,10 +139,22 @@ class SchedulerBackend : public Backend {
       const std::vector<AdapterChoice>& choices) const override {
     return adapters_.resolve(choices);
   }
+  // Mounted adapters count against the memory budget; one that does not fit
+  // is unmounted again and refused.
   void mount_adapter(const std::string& name, const std::filesystem::path& directory) override {
     adapters_.mount(name, directory);
+    try {
+      scheduler_.set_resident_bytes(adapters_.mounted_bytes());
+    } catch (...) {
+      adapters_.unmount(name);
+      throw;
+    }
   }
-  bool unmount_adapter(const std::string& name) override { return adapters_.unmount(name); }
+  bool unmount_adapter(const std::string& name) override {
+    const bool removed = adapters_.unmount(name);
+    scheduler_.set_resident_bytes(adapters_.mounted_bytes());
+    return removed;
+  }
 
  private:
   std::unique_ptr<ModelRuntime> runtime_;

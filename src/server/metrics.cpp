@@ -86,6 +86,7 @@ std::string Metrics::render(const EngineLoad& load) const {
   gauge("mlx_cpp_sequences_decoding", "Sequences generating.", s.decoding);
   gauge("mlx_cpp_memory_budget_bytes", "Memory budget (0: none).", s.memory_budget);
   gauge("mlx_cpp_weight_bytes", "Bytes of model weights.", s.weight_bytes);
+  gauge("mlx_cpp_adapter_bytes", "Bytes of mounted adapters.", s.resident_bytes);
   gauge("mlx_cpp_kv_cache_bytes", "Cache bytes of running sequences.", s.kv_bytes);
   gauge("mlx_cpp_kv_cache_reserved_bytes", "Cache bytes reserved for running sequences.",
         s.kv_reserved_bytes);
@@ -123,6 +124,7 @@ nlohmann::ordered_json stats_body(const EngineLoad& load) {
           {"memory",
            {{"budget_bytes", s.memory_budget},
             {"weight_bytes", s.weight_bytes},
+            {"adapter_bytes", s.resident_bytes},
             {"kv_cache_bytes", s.kv_bytes},
             {"kv_cache_reserved_bytes", s.kv_reserved_bytes}}},
           {"prefix_cache", {{"bytes", s.prefix_cache_bytes}, {"entries", s.prefix_cache_entries}}},

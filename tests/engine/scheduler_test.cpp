@@ -302,5 +302,69 @@ TEST(MemoryAdmission, CapsRefusesAndQueues) {
   }
 }
 
+// Memory held beside the weights (mounted adapters): it comes out of the
+// caches' room; it is refused, changing nothing, when it would leave no room
+// for one full-context sequence or for what running sequences reserved.
+TEST(MemoryAdmission, ResidentBytesComeOutOfTheCachesRoom) {
+  auto golden = GoldenCase::load("llama_bf16");
+  auto runtime = tiny_runtime(golden, KernelMode::fast);
+  const MemoryAdmission sizes(runtime->model(), std::size_t(1) << 40, 512);
+  const std::size_t weights = sizes.weight_bytes(), step = sizes.sequence_bytes(256);
+
+  MemoryAdmission admission(runtime->model(), weights + 3 * step, 256);
+  admission.set_resident_bytes(2 * step);
+  EXPECT_EQ(admission.cache_room(), step);
+  try {
+    admission.set_resident_bytes(2 * step + 1);
+    ADD_FAILURE() << "resident bytes crowded out the one full-context sequence";
+  } catch (const MemoryAdmissionError& error) {
+    EXPECT_NE(std::string(error.what()).find("256-token context"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(admission.resident_bytes(), 2 * step);
+
+  SchedulerOptions options;
+  options.memory_budget = weights + 4 * step;
+  auto small = ModelRuntime::for_token_ids(load_model(golden.model_directory, {KernelMode::fast}),
+                                           {512, KernelMode::fast});
+  Scheduler scheduler(*small, options);
+  scheduler.set_resident_bytes(2 * step);
+  EXPECT_EQ(scheduler.counts().resident_bytes, 2 * step);
+  TextRequest capped;
+  capped.prompt_ids = prompt_of(5, 300);
+  capped.options.max_tokens = 1000;
+  scheduler.validate(capped);
+  EXPECT_EQ(capped.options.max_tokens, 212);  // the two steps left hold 512 tokens
+
+  // Three sequences of one step each run at once when nothing is resident.
+  scheduler.set_resident_bytes(0);
+  auto quiet = [] {
+    SequenceSink sink;
+    sink.on_chunk = [](const TextChunk&) { return true; };
+    sink.on_finish = [](TextResult) {};
+    sink.on_error = [](std::exception_ptr error) { std::rethrow_exception(error); };
+    return sink;
+  };
+  for (int i = 0; i < 3; ++i) {
+    TextRequest request;
+    request.prompt_ids = prompt_of(20 + i, 10);
+    request.options.max_tokens = 100;
+    scheduler.submit(request, quiet());
+  }
+  scheduler.step();
+  ASSERT_EQ(scheduler.counts().kv_reserved_bytes, 3 * step);
+  try {
+    scheduler.set_resident_bytes(2 * step);  // fits the context, not the three
+    ADD_FAILURE() << "resident bytes were set over the running sequences' reservations";
+  } catch (const MemoryAdmissionError& error) {
+    EXPECT_NE(std::string(error.what()).find("reserved"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(scheduler.counts().resident_bytes, 0u);
+  scheduler.set_resident_bytes(step);
+  while (scheduler.has_work()) scheduler.step();
+  scheduler.set_resident_bytes(2 * step);  // fits once they are done
+  EXPECT_EQ(scheduler.counts().resident_bytes, 2 * step);
+}
+
 }  // namespace
 }  // namespace mlx_cpp

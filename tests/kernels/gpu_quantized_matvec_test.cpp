@@ -21,19 +21,6 @@ namespace {
 namespace mx = mlx::core;
 using testing::random_normal;
 
-bool gpu_here() {
-  try {
-    return mx::is_available(mx::Device::gpu);
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-#define REQUIRE_GPU()                                                          \
-  if (!gpu_here())                                                             \
-  GTEST_SKIP() << "no GPU here: the GPU kernels are checked in the GPU suite " \
-                  "(scripts/gpu/parity, docs/gpu.md)"
-
 struct Quantized {
   mx::array w, scales, biases, dense;  // dense: the dequantized weights, float32
 };
@@ -96,7 +83,7 @@ struct Case {
 };
 
 TEST(GpuQuantizedMatvec, MatchesTheExactProductOnManyShapes) {
-  REQUIRE_GPU();
+  MLX_CPP_REQUIRE_GPU();
   const std::vector<Case> cases = {
       {1, 128, 1, 32, 4, mx::bfloat16, mx::bfloat16},
       {1, 576, 1536, 64, 4, mx::bfloat16, mx::bfloat16},
@@ -129,7 +116,7 @@ TEST(GpuQuantizedMatvec, MatchesTheExactProductOnManyShapes) {
 }
 
 TEST(GpuQuantizedMatvec, EveryRowIsTheRowComputedAlone) {
-  REQUIRE_GPU();
+  MLX_CPP_REQUIRE_GPU();
   const auto gpu = mx::to_stream(mx::Device::gpu);
   for (int bits : {4, 8}) {
     auto q = quantize(384, 2048, 64, bits, mx::bfloat16, 40 + bits);
@@ -148,7 +135,7 @@ TEST(GpuQuantizedMatvec, EveryRowIsTheRowComputedAlone) {
 // One token of each of 13 sequences: blocks of kMaxRows rows, each row
 // still its own.
 TEST(GpuQuantizedMatvec, ManySequencesEachGetTheirRowAlone) {
-  REQUIRE_GPU();
+  MLX_CPP_REQUIRE_GPU();
   const auto gpu = mx::to_stream(mx::Device::gpu);
   auto q = quantize(200, 1024, 32, 4, mx::bfloat16, 90);
   auto x = random_normal({13, 1, 1024}, mx::bfloat16, 1.0f, 91);
@@ -165,7 +152,7 @@ TEST(GpuQuantizedMatvec, ManySequencesEachGetTheirRowAlone) {
 }
 
 TEST(GpuQuantizedMatvec, UnalignedInputsGiveTheAlignedResult) {
-  REQUIRE_GPU();
+  MLX_CPP_REQUIRE_GPU();
   const auto gpu = mx::to_stream(mx::Device::gpu);
   auto q = quantize(100, 512, 32, 4, mx::bfloat16, 60);
   // One element in: the rows start 2 bytes past a 16-byte boundary.
@@ -179,7 +166,7 @@ TEST(GpuQuantizedMatvec, UnalignedInputsGiveTheAlignedResult) {
 }
 
 TEST(GpuQuantizedMatvec, QuantizedMatmulFastTakesItForDecodeShapesOnly) {
-  REQUIRE_GPU();
+  MLX_CPP_REQUIRE_GPU();
   const auto gpu = mx::to_stream(mx::Device::gpu);
   auto q = quantize(256, 1024, 64, 4, mx::bfloat16, 70);
   auto decode = random_normal({1, 1, 1024}, mx::bfloat16, 1.0f, 71);

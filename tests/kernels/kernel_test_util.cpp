@@ -60,6 +60,14 @@ void for_each_isa(const std::function<void(Isa)>& check) {
   set_isa_limit(detected_isa());
 }
 
+bool gpu_available() {
+  try {
+    return mx::is_available(mx::Device::gpu);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 mx::array random_normal(const mx::Shape& shape, mx::Dtype dtype, float scale, int seed) {
   auto key = mx::random::key(seed);
   return mx::astype(

@@ -46,7 +46,17 @@ std::vector<Isa> available_isas();
 // Runs `check` under each available SIMD level, restoring the limit after.
 void for_each_isa(const std::function<void(Isa)>& check);
 
+// Whether MLX sees a GPU here (a CUDA build on a machine with one).
+bool gpu_available();
+
 mlx::core::array random_normal(const mlx::core::Shape& shape, mlx::core::Dtype dtype, float scale,
                                int seed);
 
 }  // namespace mlx_cpp::kernels::testing
+
+// The GPU kernels' tests skip, saying why, where there is no GPU: they run in
+// the GPU suite.
+#define MLX_CPP_REQUIRE_GPU()                                                  \
+  if (!::mlx_cpp::kernels::testing::gpu_available())                           \
+  GTEST_SKIP() << "no GPU here: the GPU kernels are checked in the GPU suite " \
+                  "(scripts/gpu/parity, docs/gpu.md)"
