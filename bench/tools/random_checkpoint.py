@@ -20,6 +20,11 @@ import mlx.nn as nn
 from mlx_lm.utils import _get_classes, quantize_model, save_config, save_model
 
 SHAPES = {
+    # A few megabytes, to check the scripts end to end in seconds.
+    "tiny-llama": dict(model_type="llama", hidden_size=256, num_hidden_layers=2,
+                       intermediate_size=512, num_attention_heads=4, num_key_value_heads=2,
+                       rms_norm_eps=1e-5, vocab_size=1024, rope_theta=10000.0,
+                       tie_word_embeddings=True, max_position_embeddings=4096),
     "qwen2.5-1.5b": dict(model_type="qwen2", hidden_size=1536, num_hidden_layers=28,
                          intermediate_size=8960, num_attention_heads=12, num_key_value_heads=2,
                          rms_norm_eps=1e-6, vocab_size=151936, rope_theta=1000000.0,
