@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kernels/eager.h"
+#include "kernels/gpu/decode_attention.h"
 #include "kernels/kernels.h"
 #include "kernels/primitive_base.h"
 #include "kernels/thread_pool.h"
@@ -491,6 +492,25 @@ void validate(const mx::array& q, const mx::array& k, const mx::array& v, bool c
   if (!msg.str().empty()) reject(kOp, msg.str());
 }
 
+// On the GPU, one query token per row with nothing masked (a causal mask
+// hides nothing from the newest position) takes the own decode attention,
+// each row over its own keys; nullopt where it does not apply.
+std::optional<mx::array> gpu_decode_attention(const mx::array& q, const mx::array& k,
+                                              const mx::array& v, float scale, bool masked,
+                                              const mx::Stream& stream) {
+  if (masked || q.ndim() != 4 || q.shape(2) != 1 || k.ndim() != 4 || k.shape(0) != q.shape(0))
+    return std::nullopt;
+  const int rows = q.shape(0), length = k.shape(2);
+  std::vector<mx::array> keys, values;
+  for (int b = 0; b < rows; ++b) {
+    keys.push_back(mx::slice(k, {b, 0, 0, 0}, {b + 1, k.shape(1), length, k.shape(3)}, stream));
+    values.push_back(mx::slice(v, {b, 0, 0, 0}, {b + 1, v.shape(1), length, v.shape(3)}, stream));
+  }
+  const std::vector<int> lengths(rows, length);
+  if (!gpu::decode_attention_covers(q, keys, values, lengths, stream)) return std::nullopt;
+  return gpu::decode_attention(q, keys, values, lengths, scale, stream);
+}
+
 }  // namespace
 
 mx::array attention_fast(const mx::array& q, const mx::array& k, const mx::array& v, float scale,
@@ -506,7 +526,10 @@ mx::array attention_fast(const mx::array& q, const mx::array& k, const mx::array
   std::vector<mx::array> inputs{q, k, v};
   if (mask) inputs.push_back(*mask);
   auto stream = mx::to_stream(s);
-  if (stream.device != mx::Device::cpu) return fallback(inputs)[0];
+  if (stream.device != mx::Device::cpu) {
+    if (auto own = gpu_decode_attention(q, k, v, scale, mask.has_value(), stream)) return *own;
+    return fallback(inputs)[0];
+  }
   const mx::Shape out_shape{q.shape(0), q.shape(1), q.shape(2), v.shape(3)};
   auto out_type = mx::promote_types(q.dtype(), mx::promote_types(k.dtype(), v.dtype()));
   if (mask)
