@@ -96,20 +96,15 @@ mx::array softcapped_attention(mx::array queries, mx::array keys, mx::array valu
 
 }  // namespace
 
-mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array values,
-                            const AttentionMask& mask, KvCache& cache,
-                            std::optional<int> ring_newest_first) const {
-  const int offset = cache.offset();
+Attention::Heads Attention::prepare(const mx::array& queries, mx::array keys, mx::array values,
+                                    int offset) const {
   auto rotated = rope.apply(queries, offset);
   keys = rope.apply(keys, offset);
   if (qk_norm_after_rope) {
     rotated = (*q_norm)(rotated);
     keys = (*k_norm)(keys);
   }
-  // Attention computed otherwise than by the fused op (casts, softcaps)
-  // runs MLX's ops on both paths.
-  const bool plain = upcast == AttentionUpcast::none && !softcap;
-  if (plain && kernels == KernelMode::fast && keys.dtype() == mx::float32) {
+  if (plain() && kernels == KernelMode::fast && keys.dtype() == mx::float32) {
     // The fast path keeps float32 keys and values as float16, as llama.cpp's
     // default cache does: half the cache memory and bandwidth for 2^-11
     // relative rounding (the fidelity tests bound the logits).
@@ -120,6 +115,18 @@ mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array 
     rotated =
         mx::multiply(rotated, mlx_cpp::query_position_scale(*query_position_scale, rotated.shape(2),
                                                             offset, rotated.dtype()));
+  return {rotated, keys, values};
+}
+
+mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array values,
+                            const AttentionMask& mask, KvCache& cache,
+                            std::optional<int> ring_newest_first) const {
+  const int offset = cache.offset();
+  auto prepared = prepare(queries, std::move(keys), std::move(values), offset);
+  auto rotated = prepared.queries;
+  keys = prepared.keys;
+  values = prepared.values;
+  const bool plain = this->plain();
   if (auto* quantized = cache.as_quantized()) {
     auto [packed_keys, packed_values] = quantized->update_and_fetch_packed(keys, values);
     // Only cohere2's cast reaches a quantized cache (quantized_kv_refusal).

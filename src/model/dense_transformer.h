@@ -56,6 +56,14 @@ struct Attention {
   struct Heads;
   // [B, L, hidden] → queries, keys and values [B, heads, L, head_dim].
   Heads project_heads(const mlx::core::array& x, const RowAdapters& adapters) const;
+  // Attention computed otherwise than by the fused op (casts, softcaps)
+  // runs MLX's ops on both paths.
+  bool plain() const { return upcast == AttentionUpcast::none && !softcap; }
+  // Rope at `offset`, q/k norms after it, the fast path's float16 keys and
+  // values, the position scale of the queries: what goes into the cache
+  // and the attention.
+  Heads prepare(const mlx::core::array& queries, mlx::core::array keys, mlx::core::array values,
+                int offset) const;
   // One row's attention: rope at the cache's offset, the cache updated,
   // attention over it → [B, heads, L, head_dim].
   mlx::core::array attend(const mlx::core::array& queries, mlx::core::array keys,
