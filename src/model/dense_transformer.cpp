@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "kernels/gpu/decode_attention.h"
 #include "kernels/kernels.h"
 #include "model/activations.h"
 #include "model/adapter_binding.h"
@@ -187,9 +188,59 @@ void Attention::register_adapter_sites(AdapterSites& sites, const std::string& p
   sites.add(prefix + "o_proj", layer, o_proj);
 }
 
+std::optional<mx::array> Attention::attend_rows_at_once(const Heads& heads,
+                                                        const LayerRows& rows) const {
+  // The fast path on the GPU, plain attention over standard caches, nothing
+  // masked (one new token sees its whole cache).
+  if (kernels != KernelMode::fast || mx::default_device() != mx::Device::gpu || !plain())
+    return std::nullopt;
+  const int count = static_cast<int>(rows.batch.rows.size());
+  for (int b = 0; b < count; ++b) {
+    auto& cache = rows.cache(b);
+    if (rows.masks[b].kind != AttentionMask::Kind::none || cache.as_quantized() || cache.window() ||
+        (rows.sliding && rows.batch.rows[b].ring_newest_first))
+      return std::nullopt;
+  }
+  std::vector<mx::array> queries, keys, values, fetched_keys, fetched_values;
+  std::vector<int> lengths;
+  bool in_place = true;
+  for (int b = 0; b < count; ++b) {
+    auto& cache = rows.cache(b);
+    auto row = [b](const mx::array& t) {
+      auto stop = t.shape();
+      stop[0] = b + 1;
+      return mx::slice(t, {b, 0, 0, 0}, stop);
+    };
+    auto prepared = prepare(row(heads.queries), row(heads.keys), row(heads.values), cache.offset());
+    auto [all_keys, all_values] = cache.update_and_fetch(prepared.keys, prepared.values);
+    queries.push_back(prepared.queries);
+    fetched_keys.push_back(all_keys);
+    fetched_values.push_back(all_values);
+    lengths.push_back(cache.offset());
+    if (auto storage = cache.storage()) {
+      keys.push_back(storage->first);
+      values.push_back(storage->second);
+    } else {
+      in_place = false;
+    }
+  }
+  auto all_queries = count == 1 ? queries.front() : mx::concatenate(queries, 0);
+  const auto stream = mx::to_stream(mx::default_device());
+  if (in_place && kernels::gpu::decode_attention_covers(all_queries, keys, values, lengths, stream))
+    return kernels::gpu::decode_attention(all_queries, keys, values, lengths, scale, stream);
+  // The caches are updated: each row attends over its fetched keys.
+  std::vector<mx::array> attended;
+  for (int b = 0; b < count; ++b)
+    attended.push_back(kernels::attention_fast(queries[b], fetched_keys[b], fetched_values[b],
+                                               scale, /*causal=*/false, std::nullopt));
+  return mx::concatenate(attended, 0);
+}
+
 mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const {
   if (x.shape(1) != 1) throw std::invalid_argument("[Attention] batch rows take one token each");
   auto heads = project_heads(x, rows.adapters);
+  // On the GPU all rows at once, each over its own cache, in one kernel.
+  if (auto attended = attend_rows_at_once(heads, rows)) return output(*attended, rows.adapters);
   // Each row on its own, exactly as a batch of one runs it: its keys and
   // values never meet another row's.
   auto row_of = [](const mx::array& t, int b) {

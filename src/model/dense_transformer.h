@@ -69,6 +69,11 @@ struct Attention {
   mlx::core::array attend(const mlx::core::array& queries, mlx::core::array keys,
                           mlx::core::array values, const AttentionMask& mask, KvCache& cache,
                           std::optional<int> ring_newest_first = std::nullopt) const;
+  // All rows' attention in one kernel (the fast path on the GPU, each row
+  // over its own cache in place): [rows, heads, 1, head_dim]; nullopt, with
+  // no cache touched, where it does not apply.
+  std::optional<mlx::core::array> attend_rows_at_once(const Heads& heads,
+                                                      const LayerRows& rows) const;
   // [B, heads, L, head_dim] → [B, L, hidden]
   mlx::core::array output(const mlx::core::array& attended, const RowAdapters& adapters) const;
 };

@@ -114,6 +114,14 @@ class KvCache {
   // Takes the slot's storage back from the step, the token written, and
   // counts the token.
   virtual void commit_decode(const mlx::core::array&, const mlx::core::array&) {}
+  // The keys' and values' whole storage after the last update, [B,
+  // kv_heads, capacity, head_dim], of which the first offset() positions
+  // hold the tokens in order; nullopt where this cache holds none or holds
+  // it otherwise (a ring, packed codes). A kernel that takes each row's
+  // length reads it in place, where the fetched views would be copied.
+  virtual std::optional<std::pair<mlx::core::array, mlx::core::array>> storage() const {
+    return std::nullopt;
+  }
 };
 
 // Grows in 256-token steps; trimming only moves the offset.
@@ -139,6 +147,10 @@ class StandardKvCache : public KvCache {
   std::unique_ptr<KvCache> quantized(const KvQuantization& quantization) const override;
   std::optional<DecodeSlot> decode_slot() override;
   void commit_decode(const mlx::core::array& keys, const mlx::core::array& values) override;
+  std::optional<std::pair<mlx::core::array, mlx::core::array>> storage() const override {
+    if (!keys_) return std::nullopt;
+    return std::pair{*keys_, *values_};
+  }
 
   static constexpr int kStep = 256;
 
