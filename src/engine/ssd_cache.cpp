@@ -264,7 +264,13 @@ void SsdCache::write_loop() {
       writing_ = false;
       pending_bytes_ -= job->image.data().size();
       if (failure.empty()) {
+        // Just written is just used, on the same clock as fetch's uses (a
+        // file system's coarser timestamps could order it before them).
+        const auto now = fs::file_time_type::clock::now();
+        std::error_code touch_error;
+        fs::last_write_time(job->path, now, touch_error);
         add(job->path, bytes, std::move(job->tokens), job->signature, job->trimmable);
+        if (auto added = files_.find(next_id_ - 1); added != files_.end()) added->second.used = now;
         ++counts_.written;
         evict_over_cap();
       } else {
