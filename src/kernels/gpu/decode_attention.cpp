@@ -7,6 +7,8 @@
 #include <mutex>
 #include <string>
 
+#include "kernels/primitive_base.h"
+
 namespace mlx_cpp::kernels::gpu {
 namespace mx = mlx::core;
 
@@ -18,9 +20,8 @@ constexpr int kWarps = 4;
 // The body after the row's cache is picked (`keys`, `values`, `capacity`).
 // Inputs: queries [ROWS, HEADS, 1, D], meta int32 [ROWS, 2] (length,
 // capacity), scale float32 [1], then k0, v0, k1, v1, ...; output out.
-// Constants: HEADS, KV_HEADS, D, ROWS; type T.
+// Constants: HEADS, KV_HEADS, D, WARPS (per block); type T.
 constexpr const char* kBody = R"(
-  constexpr int WARPS = 4;
   constexpr int PER_LANE = D / 32;  // this lane's query dimensions, contiguous
   const float negative_infinity = __int_as_float(0xff800000);
   const int head = blockIdx.x % HEADS;
@@ -125,17 +126,14 @@ const mx::fast::CustomKernelFunction& kernel_for(int rows) {
   return kernels.emplace(rows, std::move(function)).first->second;
 }
 
-bool is_float(mx::Dtype dtype) {
-  return dtype == mx::float32 || dtype == mx::bfloat16 || dtype == mx::float16;
-}
-
 }  // namespace
 
 bool decode_attention_covers(const mx::array& queries, const std::vector<mx::array>& keys,
                              const std::vector<mx::array>& values, const std::vector<int>& lengths,
                              const mx::Stream& stream) {
   if (stream.device != mx::Device::gpu) return false;
-  if (queries.ndim() != 4 || queries.shape(2) != 1 || !is_float(queries.dtype())) return false;
+  if (queries.ndim() != 4 || queries.shape(2) != 1 || !is_float_dtype(queries.dtype()))
+    return false;
   const int rows = queries.shape(0), heads = queries.shape(1), head_dim = queries.shape(3);
   if (rows < 1 || rows > kMaxRows || head_dim % 32 != 0 || head_dim > 256) return false;
   if (static_cast<int>(keys.size()) != rows || static_cast<int>(values.size()) != rows ||
@@ -170,7 +168,11 @@ mx::array decode_attention(const mx::array& queries, const std::vector<mx::array
     inputs.push_back(values[b]);
   }
   const std::vector<std::pair<std::string, mx::fast::TemplateArg>> constants{
-      {"HEADS", heads}, {"KV_HEADS", kv_heads}, {"D", head_dim}, {"T", queries.dtype()}};
+      {"HEADS", heads},
+      {"KV_HEADS", kv_heads},
+      {"D", head_dim},
+      {"WARPS", kWarps},
+      {"T", queries.dtype()}};
   return kernel_for(rows)(inputs, {queries.shape()}, {queries.dtype()},
                           {rows * heads * 32 * kWarps, 1, 1}, {32 * kWarps, 1, 1}, constants,
                           std::nullopt, false, stream)[0];

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "kernels/primitive_base.h"
+
 namespace mlx_cpp::kernels::gpu {
 namespace mx = mlx::core;
 
@@ -112,10 +114,6 @@ const mx::fast::CustomKernelFunction& kernel() {
   return function;
 }
 
-bool is_float(mx::Dtype dtype) {
-  return dtype == mx::float32 || dtype == mx::bfloat16 || dtype == mx::float16;
-}
-
 }  // namespace
 
 bool quantized_matvec_covers(const mx::array& x, const mx::array& w, const mx::array& scales,
@@ -123,7 +121,7 @@ bool quantized_matvec_covers(const mx::array& x, const mx::array& w, const mx::a
   if (stream.device != mx::Device::gpu) return false;
   if ((bits != 4 && bits != 8) || (group_size != 32 && group_size != 64 && group_size != 128))
     return false;
-  if (x.ndim() < 1 || !is_float(x.dtype()) || !is_float(scales.dtype())) return false;
+  if (x.ndim() < 1 || !is_float_dtype(x.dtype()) || !is_float_dtype(scales.dtype())) return false;
   if (w.dtype() != mx::uint32 || w.ndim() != 2) return false;
   const int K = x.shape(-1);
   if (K % group_size != 0 || w.shape(1) * 32 / bits != K) return false;
