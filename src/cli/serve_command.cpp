@@ -7,7 +7,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -57,16 +56,6 @@ server::SchedulerBackend::AdapterMounts adapter_mounts(const std::vector<std::st
     mounts.emplace_back(value.substr(0, equals), value.substr(equals + 1));
   }
   return mounts;
-}
-
-// A /proc/meminfo field in bytes (0 where it cannot be read).
-std::size_t meminfo_bytes(const std::string& field) {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key, unit;
-  std::size_t kilobytes = 0;
-  while (meminfo >> key >> kilobytes >> unit)
-    if (key == field + ":") return kilobytes * 1024;
-  return 0;
 }
 
 // A byte count, or `automatic` for "auto".
@@ -150,10 +139,8 @@ void run_serve(const ServeArguments& args) {
   auto scheduling = args.scheduling;
   // A quarter of the memory free at start-up (of the GPU's, on the GPU), as
   // the prefix cache's default.
-  const std::size_t free_memory =
-      computing_on_gpu() ? usable_memory_bytes() : meminfo_bytes("MemAvailable");
   scheduling.prompt_cache_bytes =
-      parse_bytes("--prompt-cache-bytes", args.prompt_cache_bytes, free_memory / 4);
+      parse_bytes("--prompt-cache-bytes", args.prompt_cache_bytes, free_memory_bytes() / 4);
   scheduling.memory_budget =
       parse_bytes("--memory-budget", args.memory_budget, automatic_memory_budget());
   scheduling.keep_draft_calibration = true;

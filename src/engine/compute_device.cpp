@@ -26,6 +26,16 @@ int visible_gpus() {
   }
 }
 
+// A /proc/meminfo field in bytes (0 where it cannot be read).
+std::size_t meminfo_bytes(const std::string& field) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  std::size_t kilobytes = 0;
+  while (meminfo >> key >> kilobytes >> unit)
+    if (key == field + ":") return kilobytes * 1024;
+  return 0;
+}
+
 std::string info_text(const mx::Device& device, const std::string& key) {
   const auto& info = mx::device_info(device);
   const auto found = info.find(key);
@@ -72,13 +82,11 @@ bool computing_on_gpu() {
 }
 
 std::size_t usable_memory_bytes() {
-  if (computing_on_gpu()) return mx::get_memory_limit();
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key, unit;
-  std::size_t kilobytes = 0;
-  while (meminfo >> key >> kilobytes >> unit)
-    if (key == "MemTotal:") return kilobytes * 1024;
-  return 0;
+  return computing_on_gpu() ? mx::get_memory_limit() : meminfo_bytes("MemTotal");
+}
+
+std::size_t free_memory_bytes() {
+  return computing_on_gpu() ? mx::get_memory_limit() : meminfo_bytes("MemAvailable");
 }
 
 std::string compute_device_description() {

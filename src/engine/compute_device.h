@@ -28,6 +28,11 @@ bool computing_on_gpu();
 // it cannot be read).
 std::size_t usable_memory_bytes();
 
+// The memory free on the device in use before a model loads: on the GPU,
+// MLX's whole limit (MLX holds nothing yet); on the CPU, the machine's
+// available memory.
+std::size_t free_memory_bytes();
+
 // One line naming the device in use, e.g. "gpu 0: NVIDIA H200 (sm_90, 150.0
 // GB)" or "cpu".
 std::string compute_device_description();
