@@ -156,18 +156,17 @@ void SsdCache::index_existing() {
       continue;
     }
     std::lock_guard lock(mutex_);
-    add(path, fs::file_size(path, error), std::move(*tokens), signature, trimmable);
+    add(path, fs::file_size(path, error), std::move(*tokens), signature, trimmable,
+        fs::last_write_time(path, error));
   }
   std::lock_guard lock(mutex_);
   evict_over_cap();
 }
 
 void SsdCache::add(const fs::path& path, std::size_t bytes, std::vector<int> tokens,
-                   const std::string& signature, bool trimmable) {
+                   const std::string& signature, bool trimmable, fs::file_time_type used) {
   if (const auto same = index_.exact(tokens, signature)) forget(*same, /*remove_file=*/false);
   const auto id = next_id_++;
-  std::error_code error;
-  auto used = fs::last_write_time(path, error);
   index_.insert(id, tokens, signature, trimmable);
   files_[id] = File{path, bytes, used};
   bytes_ += bytes;
@@ -267,10 +266,8 @@ void SsdCache::write_loop() {
         // Just written is just used, on the same clock as fetch's uses (a
         // file system's coarser timestamps could order it before them).
         const auto now = fs::file_time_type::clock::now();
-        std::error_code touch_error;
-        fs::last_write_time(job->path, now, touch_error);
-        add(job->path, bytes, std::move(job->tokens), job->signature, job->trimmable);
-        if (auto added = files_.find(next_id_ - 1); added != files_.end()) added->second.used = now;
+        fs::last_write_time(job->path, now, error);  // other processes see the use
+        add(job->path, bytes, std::move(job->tokens), job->signature, job->trimmable, now);
         ++counts_.written;
         evict_over_cap();
       } else {

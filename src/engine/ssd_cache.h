@@ -87,8 +87,10 @@ class SsdCache : public PrefixCacheTier {
   };
   void index_existing();
   // Adds a file to the index (under the lock).
+  // `used`: when the file was last used (its time on disk when found at
+  // start-up; now when just written), the order the cap evicts in.
   void add(const std::filesystem::path& path, std::size_t bytes, std::vector<int> tokens,
-           const std::string& signature, bool trimmable);
+           const std::string& signature, bool trimmable, std::filesystem::file_time_type used);
   void forget(PrefixIndex::Id id, bool remove_file);  // under the lock
   void evict_over_cap();                              // under the lock
   void write_loop();
