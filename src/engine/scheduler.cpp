@@ -263,10 +263,13 @@ void Scheduler::set_resident_bytes(std::size_t bytes) {
           std::to_string(reserved_bytes_) + " bytes reserved); try again when fewer run");
   }
   admission_.set_resident_bytes(bytes);
-  if (admission_.limited()) {
-    const std::size_t room = admission_.cache_room();
-    prefix_cache_.shrink_to(room > reserved_bytes_ ? room - reserved_bytes_ : 0);
-  }
+  fit_prefix_cache();
+}
+
+void Scheduler::fit_prefix_cache() {
+  if (!admission_.limited()) return;
+  const std::size_t room = admission_.cache_room();
+  prefix_cache_.shrink_to(room > reserved_bytes_ ? room - reserved_bytes_ : 0);
 }
 
 std::string Scheduler::cache_key(const Sequence& sequence) const {
@@ -411,10 +414,7 @@ void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
   // Bookkeeping that disagrees with the caches is never reused.
   if (caches.front()->offset() != static_cast<int>(tokens.size())) return;
   prefix_cache_.insert(std::move(tokens), std::move(caches), cache_key(*sequence));
-  if (admission_.limited()) {
-    const std::size_t room = admission_.cache_room();
-    prefix_cache_.shrink_to(room > reserved_bytes_ ? room - reserved_bytes_ : 0);
-  }
+  fit_prefix_cache();
 }
 
 void Scheduler::fail_all(std::exception_ptr error) {

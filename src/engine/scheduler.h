@@ -118,6 +118,9 @@ class Scheduler {
   // sequences); null for a fixed number of drafts.
   DraftSchedule* schedule_for(const SpeculativeOptions& options);
   void retire(std::unique_ptr<Sequence> sequence);
+  // Under a memory budget, shrinks the prefix cache to the caches' room less
+  // what running sequences reserved.
+  void fit_prefix_cache();
   // What the prefix cache files a sequence's caches under: the model's
   // cache kinds and the sequence's KV scheme.
   std::string cache_key(const Sequence& sequence) const;
