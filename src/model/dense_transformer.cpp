@@ -95,6 +95,13 @@ mx::array softcapped_attention(mx::array queries, mx::array keys, mx::array valu
   return output;
 }
 
+// Row b of a [B, heads, L, head_dim] array, as [1, heads, L, head_dim].
+mx::array row_of(const mx::array& t, int b) {
+  auto stop = t.shape();
+  stop[0] = b + 1;
+  return mx::slice(t, {b, 0, 0, 0}, stop);
+}
+
 }  // namespace
 
 Attention::Heads Attention::prepare(const mx::array& queries, mx::array keys, mx::array values,
@@ -206,12 +213,8 @@ std::optional<mx::array> Attention::attend_rows_at_once(const Heads& heads,
   bool in_place = true;
   for (int b = 0; b < count; ++b) {
     auto& cache = rows.cache(b);
-    auto row = [b](const mx::array& t) {
-      auto stop = t.shape();
-      stop[0] = b + 1;
-      return mx::slice(t, {b, 0, 0, 0}, stop);
-    };
-    auto prepared = prepare(row(heads.queries), row(heads.keys), row(heads.values), cache.offset());
+    auto prepared = prepare(row_of(heads.queries, b), row_of(heads.keys, b),
+                            row_of(heads.values, b), cache.offset());
     auto [all_keys, all_values] = cache.update_and_fetch(prepared.keys, prepared.values);
     queries.push_back(prepared.queries);
     fetched_keys.push_back(all_keys);
@@ -243,11 +246,6 @@ mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const
   if (auto attended = attend_rows_at_once(heads, rows)) return output(*attended, rows.adapters);
   // Each row on its own, exactly as a batch of one runs it: its keys and
   // values never meet another row's.
-  auto row_of = [](const mx::array& t, int b) {
-    auto stop = t.shape();
-    stop[0] = b + 1;
-    return mx::slice(t, {b, 0, 0, 0}, stop);
-  };
   std::vector<mx::array> attended;
   for (std::size_t b = 0; b < rows.batch.rows.size(); ++b) {
     const int row = static_cast<int>(b);
