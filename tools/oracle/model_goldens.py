@@ -15,6 +15,7 @@ Everything lands in --out: <case>/model/, <case>/logits.safetensors and
 machine-specific: they are generated where they are checked, never committed.
 """
 import argparse
+import itertools
 import json
 import re
 import shutil
@@ -460,7 +461,7 @@ def main():
     args.out.mkdir(parents=True, exist_ok=True)
     only = set(args.only.split(",")) if args.only else None
     shard, shards = (int(part) for part in args.shard.split("/"))
-    counter = iter(range(1 << 30))
+    counter = itertools.count()
 
     def wanted(name):
         return next(counter) % shards == shard and (not only or name in only)
