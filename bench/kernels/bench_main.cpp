@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -53,7 +54,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
 
 // Own flags, taken out before Google Benchmark parses the rest:
 //   --kernel_threads=N   threads of the kernels' pool (default: all cores)
-//   --isa=scalar|avx2|avx512   highest SIMD level the kernels may use
+//   --isa=LEVEL          highest instruction-set level the kernels may use
+//                        (scalar, avx2, avx512, avx512-vnni, avx512-bf16,
+//                        avx512-fp16)
 void parse_own_flags(int& argc, char** argv) {
   using namespace mlx_cpp::kernels;
   int kept = 1;
@@ -62,8 +65,13 @@ void parse_own_flags(int& argc, char** argv) {
     if (arg.rfind("--kernel_threads=", 0) == 0) {
       set_kernel_threads(std::stoi(arg.substr(17)));
     } else if (arg.rfind("--isa=", 0) == 0) {
-      std::string isa = arg.substr(6);
-      set_isa_limit(isa == "scalar" ? Isa::scalar : isa == "avx2" ? Isa::avx2 : Isa::avx512);
+      const auto level = parse_level(arg.substr(6));
+      if (!level) {
+        std::fprintf(stderr, "unknown --isa level %s (one of %s)\n", arg.substr(6).c_str(),
+                     level_names().c_str());
+        std::exit(2);
+      }
+      set_isa_limit(*level);
     } else {
       argv[kept++] = argv[i];
     }
@@ -78,7 +86,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   using namespace mlx_cpp::kernels;
-  std::printf("kernels: isa %s, %d threads\n", isa_name(active_isa()), kernel_threads());
+  std::printf("kernels: isa %s, %d threads\n", level_name(active_level()), kernel_threads());
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.print_ratios();

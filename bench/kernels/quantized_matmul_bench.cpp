@@ -42,11 +42,10 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
   const char* activations = precision == ActivationPrecision::int8       ? "int8/"
                             : precision == ActivationPrecision::bfloat16 ? "bf16act/"
                             : precision == ActivationPrecision::int16    ? "int16act/"
-                            : prefill == PrefillArithmetic::float16      ? "fp16/"
+                            : prefill == PrefillArithmetic::half         ? "fp16/"
                                                                          : "";
   std::string name = std::string("qmm/") + (dtype == mx::float32 ? "f32/" : "") + activations +
-                     shape.model +
-                     "/" + shape.layer + "/N" + std::to_string(shape.N) + "_K" +
+                     shape.model + "/" + shape.layer + "/N" + std::to_string(shape.N) + "_K" +
                      std::to_string(shape.K) + "/q" + std::to_string(shape.bits) + "g" +
                      std::to_string(shape.group_size) + "/M" + std::to_string(M);
   register_pair(
@@ -61,8 +60,9 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
         auto x = batched ? random_input({M, 1, shape.K}, dtype, 1.0f, 2)
                          : random_input({M, shape.K}, dtype, 1.0f, 2);
         int g = shape.group_size, b = shape.bits;
-        return OpPair{[=] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, g, b); },
-                      [=] { return quantized_matmul_fast(x, q[0], q[1], q[2], g, b, precision, prefill); }};
+        return OpPair{
+            [=] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, g, b); },
+            [=] { return quantized_matmul_fast(x, q[0], q[1], q[2], g, b, precision, prefill); }};
       },
       M > 64);
 }
@@ -74,17 +74,21 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
   // Decode with activations rounded to bfloat16 (bfloat16 dot products for
   // 4-bit weights), as the model's fast path runs it, and with 8-bit
   // activations (integer dot products), which it does not use.
-  for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::bfloat16);
-  for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int8);
+  for (const auto& shape : kShapes)
+    register_shape(shape, 1, mx::bfloat16, ActivationPrecision::bfloat16);
+  for (const auto& shape : kShapes)
+    register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int8);
   // The model's modes: int16 decode activations, float16 prefill.
-  for (const auto& shape : kShapes) register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int16);
+  for (const auto& shape : kShapes)
+    register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int16);
   // Batched decode steps (B sequences of one token): what a row costs in a
   // batch against alone.
   for (int M : {4, 16}) {
-    for (const auto& shape : kShapes) register_shape(shape, M, mx::bfloat16, ActivationPrecision::int16);
+    for (const auto& shape : kShapes)
+      register_shape(shape, M, mx::bfloat16, ActivationPrecision::int16);
   }
   for (const auto& shape : kShapes) {
-    register_shape(shape, 512, mx::bfloat16, ActivationPrecision::float32, PrefillArithmetic::float16);
+    register_shape(shape, 512, mx::bfloat16, ActivationPrecision::float32, PrefillArithmetic::half);
   }
   // float32 activations and scales take MLX's vectorized (8-wide, float
   // accumulating) CPU path instead of the scalar bfloat16 one.

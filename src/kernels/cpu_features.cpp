@@ -8,38 +8,145 @@ namespace mlx_cpp::kernels {
 
 namespace {
 
-Isa detect() {
+struct LevelInfo {
+  IsaLevel level;
+  const char* name;
+  Isa isa;
+};
+
+constexpr LevelInfo kLevels[] = {
+    {IsaLevel::scalar, "scalar", Isa::scalar},
+    {IsaLevel::avx2, "avx2", Isa::avx2},
+    {IsaLevel::avx512, "avx512", Isa::avx512},
+    {IsaLevel::avx512_vnni, "avx512-vnni", Isa::avx512},
+    {IsaLevel::avx512_bf16, "avx512-bf16", Isa::avx512},
+    {IsaLevel::avx512_fp16, "avx512-fp16", Isa::avx512},
+};
+
+const LevelInfo& info(IsaLevel level) {
+  return kLevels[static_cast<int>(level)];
+}
+
+// The level from which on an extension may be used.
+IsaLevel allowed_from(Extension extension) {
+  switch (extension) {
+    case Extension::vnni:
+    case Extension::vbmi:
+      return IsaLevel::avx512_vnni;
+    case Extension::bf16:
+      return IsaLevel::avx512_bf16;
+    case Extension::fp16:
+      break;
+  }
+  return IsaLevel::avx512_fp16;
+}
+
+bool cpu_has(Extension extension) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-              __builtin_cpu_supports("f16c");
-  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (avx512) return Isa::avx512;
-  if (avx2) return Isa::avx2;
+  switch (extension) {
+    case Extension::vnni:
+      return __builtin_cpu_supports("avx512vnni");
+    case Extension::vbmi:
+      return __builtin_cpu_supports("avx512vbmi");
+    case Extension::bf16:
+      return __builtin_cpu_supports("avx512bf16");
+    case Extension::fp16:
+      return __builtin_cpu_supports("avx512fp16");
+  }
 #endif
-  return Isa::scalar;
+  (void)extension;
+  return false;
+}
+
+IsaLevel detect() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512dq");
+  if (!avx2) return IsaLevel::scalar;
+  if (!avx512) return IsaLevel::avx2;
+  if (!cpu_has(Extension::vnni)) return IsaLevel::avx512;
+  if (!cpu_has(Extension::bf16)) return IsaLevel::avx512_vnni;
+  if (!cpu_has(Extension::fp16)) return IsaLevel::avx512_bf16;
+  return IsaLevel::avx512_fp16;
+#else
+  return IsaLevel::scalar;
+#endif
 }
 
 std::atomic<int>& isa_limit() {
-  static std::atomic<int> limit{static_cast<int>(detected_isa())};
+  static std::atomic<int> limit{static_cast<int>(IsaLevel::avx512_fp16)};
   return limit;
 }
 
 }  // namespace
 
-Isa detected_isa() {
-  static const Isa isa = detect();
-  return isa;
+IsaLevel detected_level() {
+  static const IsaLevel level = detect();
+  return level;
+}
+
+IsaLevel active_level() {
+  const int limit = isa_limit().load(std::memory_order_relaxed);
+  return static_cast<IsaLevel>(std::min(limit, static_cast<int>(detected_level())));
+}
+
+void set_isa_limit(IsaLevel limit) {
+  isa_limit().store(static_cast<int>(limit), std::memory_order_relaxed);
 }
 
 Isa active_isa() {
-  int limit = isa_limit().load(std::memory_order_relaxed);
-  return static_cast<Isa>(std::min(limit, static_cast<int>(detected_isa())));
+  return info(active_level()).isa;
 }
 
-void set_isa_limit(Isa limit) {
-  isa_limit().store(static_cast<int>(limit));
+bool extension_active(Extension extension) {
+  // The limit, not the detected level: a CPU may have an extension above
+  // the highest level it meets in full (VBMI without VNNI).
+  const int limit = isa_limit().load(std::memory_order_relaxed);
+  return active_isa() == Isa::avx512 && limit >= static_cast<int>(allowed_from(extension)) &&
+         cpu_has(extension);
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::avx512:
+      return "avx512";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::scalar:
+      break;
+  }
+  return "scalar";
+}
+
+const char* level_name(IsaLevel level) {
+  return info(level).name;
+}
+
+std::optional<IsaLevel> parse_level(std::string_view name) {
+  if (name == "native") return detected_level();
+  for (const auto& level : kLevels) {
+    if (name == level.name) return level.level;
+  }
+  return std::nullopt;
+}
+
+std::string level_names() {
+  std::string names;
+  for (const auto& level : kLevels) names += std::string(level.name) + ", ";
+  return names + "native";
+}
+
+std::vector<IsaLevel> available_levels() {
+  std::vector<IsaLevel> levels;
+  for (const auto& level : kLevels) {
+    if (level.level <= detected_level()) levels.push_back(level.level);
+  }
+  return levels;
 }
 
 std::string cpu_model() {
@@ -76,18 +183,6 @@ std::vector<std::string> cpu_feature_names() {
 #undef MLX_CPP_FEATURE
 #endif
   return names;
-}
-
-const char* isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::avx512:
-      return "avx512";
-    case Isa::avx2:
-      return "avx2";
-    case Isa::scalar:
-      break;
-  }
-  return "scalar";
 }
 
 }  // namespace mlx_cpp::kernels

@@ -62,14 +62,19 @@ namespace mlx_cpp::kernels {
 // tests/kernels.
 enum class ActivationPrecision { float32, int8, bfloat16, int16 };
 //
-// PrefillArithmetic::float16 lets prefill-shaped calls (more than 4 rows of
-// x) multiply in float16 where the CPU has AVX512-FP16 (twice the float32
-// FMA's multiply-adds per instruction): x and the dequantized weights are
-// rounded to float16 (x scaled per row by a power of two so its largest
-// |value| is 32), products are summed in float16 over runs of 32 k and
-// those partial sums in float32. Elsewhere the float32 kernels run. Error
-// bounded per output in tests/kernels.
-enum class PrefillArithmetic { float32, float16 };
+// PrefillArithmetic::half lets prefill-shaped calls (more than 4 rows of
+// x) multiply in half precision, twice the float32 FMA's multiply-adds per
+// instruction:
+// - float16 where the CPU has AVX512-FP16: x and the dequantized weights
+//   are rounded to float16 (x scaled per row by a power of two so its
+//   largest |value| is 32), products are summed in float16 over runs of 32
+//   k and those partial sums in float32;
+// - else bfloat16 where it has AVX512-BF16 (AMD Zen 4 and 5): x and the
+//   dequantized weights are rounded to bfloat16 (2^-9 relative each), the
+//   products summed in float32 (vdpbf16ps);
+// - else the float32 kernels run.
+// Error bounded per output in tests/kernels.
+enum class PrefillArithmetic { float32, half };
 mlx::core::array quantized_matmul_fast(const mlx::core::array& x, const mlx::core::array& w,
                                        const mlx::core::array& scales,
                                        const mlx::core::array& biases, int group_size, int bits,

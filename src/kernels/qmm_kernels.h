@@ -44,12 +44,13 @@ struct Problem {
   // past the row's groups. x_group_sums stay the sums of the exact x.
   const std::int16_t* x_i16 = nullptr;
   const float* x_i16_scales = nullptr;
-  // Only for gemm_fp16: x as float16 [M, K] (natural k order), each row
-  // scaled by a power of two; x_f16_unscale[m] undoes row m's scaling.
-  const std::uint16_t* x_f16 = nullptr;
-  const float* x_f16_unscale = nullptr;
+  // Only for gemm_half: x in the table's half type [M, K] (natural k
+  // order), each row scaled by a power of two; x_half_unscale[m] undoes
+  // row m's scaling.
+  const std::uint16_t* x_half = nullptr;
+  const float* x_half_unscale = nullptr;
   // 4-bit weights in the row-interleaved layout (see interleave_rows_q4)
-  // instead of MLX's; read by gemv_int16_q4_rows and gemm_fp16, whose
+  // instead of MLX's; read by gemv_int16_q4_rows and gemm_half, whose
   // column ranges then start at multiples of 16. x_i16 is then in natural
   // k order.
   bool row_interleaved = false;
@@ -93,14 +94,17 @@ struct IsaKernels {
   void (*gemv_int16_q8)(const Problem& p, int n_begin, int n_end) = nullptr;
   // The same for row-interleaved 4-bit weights.
   void (*gemv_int16_q4_rows)(const Problem& p, int n_begin, int n_end) = nullptr;
-  // Prefill in half precision (reads x_f16; float16 products summed over
-  // short runs into float32), for 4, 6 and 8 bits; column ranges start at
-  // multiples of fp16_column_block. Null where the CPU has no float16
-  // arithmetic; the float32 gemm runs then.
-  void (*gemm_fp16)(const Problem& p, int n_begin, int n_end) = nullptr;
-  int fp16_column_block = 32;
-  // Fills x_f16 and x_f16_unscale from x [M, K] (float32, natural order).
-  void (*prepare_x_fp16)(const float* x, int M, int K, std::uint16_t* x_f16,
+  // Prefill in half precision (reads x_half): float16 products summed
+  // over short runs into float32 on AVX512-FP16, bfloat16 pairs summed in
+  // float32 on AVX512-BF16; for 4, 6 and 8 bits; column ranges start at
+  // multiples of half_column_block. Null where the CPU has neither; the
+  // float32 gemm runs then.
+  void (*gemm_half)(const Problem& p, int n_begin, int n_end) = nullptr;
+  int half_column_block = 32;
+  // "float16" or "bfloat16": what gemm_half multiplies in.
+  const char* half_name = nullptr;
+  // Fills x_half and x_half_unscale from x [M, K] (float32, natural order).
+  void (*prepare_x_half)(const float* x, int M, int K, std::uint16_t* x_half,
                          float* unscale) = nullptr;
 };
 
@@ -211,10 +215,14 @@ void avx512_vnni_gemv_int8(const Problem& p, int n_begin, int n_end);
 // The AVX-512 BF16 gemv_bf16_q4; the AVX-512 table offers it where the CPU
 // has AVX512_BF16.
 void avx512_bf16_gemv_q4(const Problem& p, int n_begin, int n_end);
-// The AVX512-FP16 gemm_fp16 and its x preparation; the AVX-512 table
+// The AVX512-FP16 gemm_half and its x preparation; the AVX-512 table
 // offers them where the CPU has AVX512-FP16.
 void avx512_fp16_gemm(const Problem& p, int n_begin, int n_end);
-void prepare_x_float16(const float* x, int M, int K, std::uint16_t* x_f16, float* unscale);
+void prepare_x_float16(const float* x, int M, int K, std::uint16_t* x_half, float* unscale);
+// The AVX512-BF16 gemm_half and its x preparation (unscale 1); the AVX-512
+// table offers them where the CPU has AVX512-BF16 but not AVX512-FP16.
+void avx512_bf16_gemm(const Problem& p, int n_begin, int n_end);
+void prepare_x_bfloat16(const float* x, int M, int K, std::uint16_t* x_half, float* unscale);
 // The AVX-512 VNNI gemv_int16_q4 and _q8 and the VNNI + VBMI gemv_int16_q6; the
 // AVX-512 table offers them where the CPU has those features.
 void avx512_vnni_gemv_int16_q4(const Problem& p, int n_begin, int n_end);

@@ -98,7 +98,7 @@ void pack_bfloat16_rows(const std::vector<float>& x_natural, int M, int K, int k
 // decode and the float16 prefill do; the others get the weights in MLX's
 // layout (deinterleaved_copy).
 struct KernelChoice {
-  bool decode = false, int8 = false, bf16 = false, int16 = false, fp16 = false, rows = false;
+  bool decode = false, int8 = false, bf16 = false, int16 = false, half = false, rows = false;
 };
 
 // x as every kernel of one call reads it: float32 (in the float kernels' k
@@ -111,8 +111,8 @@ struct PreparedX : KernelChoice {
   std::vector<std::uint16_t> x_bf16;
   std::vector<std::int16_t> x_i16;
   std::vector<float> x_i16_scales;
-  std::vector<std::uint16_t> x_f16;
-  std::vector<float> x_f16_unscale;
+  std::vector<std::uint16_t> x_half;
+  std::vector<float> x_half_unscale;
   int M = 0, K = 0, k_padded = 0;
 };
 
@@ -134,8 +134,8 @@ KernelChoice choose_kernel(const qmm::IsaKernels& isa, bool decode, int bits,
   const bool int16_rows = row_interleaved && isa.gemv_int16_q4_rows;
   c.int16 = decode && precision == ActivationPrecision::int16 &&
             (int16_rows || int16_kernel(isa, bits) != nullptr);
-  c.fp16 = !decode && prefill == PrefillArithmetic::float16 && isa.gemm_fp16;
-  c.rows = row_interleaved && ((c.int16 && int16_rows) || c.fp16);
+  c.half = !decode && prefill == PrefillArithmetic::half && isa.gemm_half;
+  c.rows = row_interleaved && ((c.int16 && int16_rows) || c.half);
   return c;
 }
 
@@ -154,7 +154,7 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   // The int8, bfloat16, int16 and float16 kernels read x in natural order
   // from x_float.
   const int interleave =
-      bits == 4 && !p.int8 && !p.bf16 && !p.int16 && !p.fp16 ? isa.interleave : 1;
+      bits == 4 && !p.int8 && !p.bf16 && !p.int16 && !p.half ? isa.interleave : 1;
   p.x_float.resize(static_cast<std::size_t>(p.M) * p.K);
   // Only the gemv kernels take the bias term from sums of x; the gemm
   // kernels dequantize the bias into their panels.
@@ -166,10 +166,10 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
     p.x_bf16.resize(static_cast<std::size_t>(p.M) * p.k_padded);
     pack_bfloat16_rows(p.x_float, p.M, p.K, p.k_padded, p.x_bf16.data());
   }
-  if (p.fp16) {
-    p.x_f16.resize(static_cast<std::size_t>(p.M) * p.K);
-    p.x_f16_unscale.resize(p.M);
-    isa.prepare_x_fp16(p.x_float.data(), p.M, p.K, p.x_f16.data(), p.x_f16_unscale.data());
+  if (p.half) {
+    p.x_half.resize(static_cast<std::size_t>(p.M) * p.K);
+    p.x_half_unscale.resize(p.M);
+    isa.prepare_x_half(p.x_float.data(), p.M, p.K, p.x_half.data(), p.x_half_unscale.data());
   }
   if (p.int16) {
     p.k_padded = qmm::even_odd_padded_k(p.K);
@@ -248,15 +248,15 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
                         x.x_bf16.data(),
                         x.x_i16.data(),
                         x.x_i16_scales.data(),
-                        x.x_f16.data(),
-                        x.x_f16_unscale.data(),
+                        x.x_half.data(),
+                        x.x_half_unscale.data(),
                         x.rows});
   }
   auto kernel = x.int8     ? isa.gemv_int8
                 : x.bf16   ? isa.gemv_bf16_q4
                 : x.int16  ? (x.rows ? isa.gemv_int16_q4_rows : int16_kernel(isa, bits))
                 : x.decode ? isa.gemv
-                : x.fp16   ? isa.gemm_fp16
+                : x.half   ? isa.gemm_half
                            : isa.gemm;
   // Decode splits N into at least a few ranges per thread (claimed
   // dynamically, so a busy core does less), ranges of about
@@ -267,7 +267,7 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
   // form one job.
   auto& pool = ThreadPool::shared();
   const int align = x.decode ? (x.rows ? 16 : 8)
-                    : x.fp16 ? isa.fp16_column_block
+                    : x.half ? isa.half_column_block
                              : isa.column_block;
   std::vector<ColumnTask> tasks;
   for (const auto& problem : problems) {
@@ -480,7 +480,7 @@ std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision 
   std::string arithmetic = c.int8    ? "int8"
                            : c.bf16  ? "bfloat16"
                            : c.int16 ? "int16"
-                           : c.fp16  ? "float16"
+                           : c.half  ? isa.half_name
                                      : "float32";
   std::string name = arithmetic + " " + (decode ? "gemv" : "gemm") + " " + isa.name;
   if (c.rows) name += " row-interleaved";
@@ -489,7 +489,7 @@ std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision 
 
 bool row_interleaving_pays(int bits, int rows) {
   const qmm::IsaKernels& isa = kernels_for(active_isa());
-  return bits == 4 && rows % 16 == 0 && isa.gemv_int16_q4_rows && isa.gemm_fp16;
+  return bits == 4 && rows % 16 == 0 && isa.gemv_int16_q4_rows && isa.gemm_half;
 }
 
 QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits) {

@@ -32,7 +32,7 @@ inline constexpr auto kActivationPrecision = kernels::ActivationPrecision::int16
 // Prefill multiplies in float16 where the CPU has AVX512-FP16 (1.3-1.5x
 // the float32 GEMM's multiply-adds per second); partial sums of 32
 // products are carried into float32.
-inline constexpr auto kPrefillArithmetic = kernels::PrefillArithmetic::float16;
+inline constexpr auto kPrefillArithmetic = kernels::PrefillArithmetic::half;
 
 struct QuantizedTensor {
   mlx::core::array packed;  // uint32 [rows, in * bits / 32] (MLX's layout)

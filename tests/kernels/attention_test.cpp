@@ -65,7 +65,7 @@ TEST(AttentionFast, MatchesStockAttention) {
       {1, 9, 3, 7, 7, 64},      {2, 12, 3, 7, 40, 128},    {1, 9, 3, 64, 64, 64},
       {1, 4, 4, 64, 300, 256},  {1, 12, 2, 200, 200, 128}, {1, 8, 2, 200, 513, 64},
       {1, 3, 1, 200, 1000, 64}, {2, 6, 2, 33, 33, 32}};
-  for_each_isa([&](Isa) {
+  for_each_isa([&](IsaLevel) {
     int seed = 0;
     for (const auto& c : cases) {
       for (bool causal : {false, true}) {
@@ -129,7 +129,7 @@ TEST(AttentionFast, ReadsStridedCacheViewsInPlace) {
 
 TEST(AttentionFast, BoolAndAdditiveMasks) {
   ErrorReport report("attention_fast with masks");
-  for_each_isa([&](Isa) {
+  for_each_isa([&](IsaLevel) {
     for (int rows : {1, 7, 64}) {
       const int keys = 300, offset = keys - rows;
       auto q = random_normal({2, 6, rows, 64}, mx::bfloat16, 1.0f, 6);

@@ -28,7 +28,7 @@ const mx::Dtype kDtypes[] = {mx::float32, mx::bfloat16, mx::float16};
 TEST(RmsNormFast, MatchesStock) {
   ErrorReport report("rms_norm_fast vs fast::rms_norm");
   const mx::Shape shapes[] = {{1, 576}, {3, 1, 64}, {7, 1536}, {2, 9, 100}, {513, 576}, {5}};
-  for_each_isa([&](Isa) {
+  for_each_isa([&](IsaLevel) {
     int seed = 0;
     for (const auto& shape : shapes) {
       for (auto dtype : kDtypes) {
@@ -52,7 +52,7 @@ TEST(RmsNormFast, MatchesStock) {
 // (rounded to the sum's dtype), then rms_norm_fast of that sum.
 TEST(RmsNormFast, AddThenNormEqualsTheTwoOps) {
   const mx::Shape shapes[] = {{1, 1, 576}, {4, 1536}, {2, 9, 100}};
-  for_each_isa([&](Isa) {
+  for_each_isa([&](IsaLevel) {
     int seed = 40;
     for (const auto& shape : shapes) {
       for (auto dtype : kDtypes) {
@@ -102,7 +102,7 @@ TEST(RopeFast, MatchesStockWithBaseOrFreqs) {
   const RopeCase cases[] = {{{1, 9, 1, 64}, 64, false, 37},   {{1, 9, 1, 64}, 64, true, 5},
                             {{2, 3, 17, 128}, 128, false, 0}, {{2, 3, 17, 128}, 96, true, 1000},
                             {{1, 4, 33, 64}, 32, false, 7},   {{2, 20, 64}, 64, false, 3}};
-  for_each_isa([&](Isa) {
+  for_each_isa([&](IsaLevel) {
     int seed = 0;
     for (const auto& c : cases) {
       for (auto dtype : kDtypes) {
@@ -139,7 +139,7 @@ TEST(GatedActivationFast, MatchesStockComposition) {
   ErrorReport silu_report("gated_activation_fast silu vs silu(gate) * up");
   ErrorReport gelu_report("gated_activation_fast gelu_approx vs gelu_approx(gate) * up");
   const mx::Shape shapes[] = {{1, 1536}, {1, 1, 8960}, {3, 7}, {512, 1536}, {2, 5, 1000}};
-  for_each_isa([&](Isa) {
+  for_each_isa([&](IsaLevel) {
     int seed = 0;
     for (const auto& shape : shapes) {
       for (auto dtype : kDtypes) {
@@ -189,7 +189,7 @@ TEST(GatedActivationFast, FallbackIsTheStockComposition) {
 TEST(LogSoftmaxFast, MatchesStock) {
   ErrorReport report("log_softmax_fast vs x - logsumexp(x)");
   const mx::Shape shapes[] = {{1, 49152}, {3, 1000}, {2, 5, 33}, {1, 1}};
-  for_each_isa([&](Isa) {
+  for_each_isa([&](IsaLevel) {
     int seed = 300;
     for (const auto& shape : shapes) {
       for (auto dtype : kDtypes) {

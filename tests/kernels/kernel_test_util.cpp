@@ -39,25 +39,18 @@ double rounding_tolerance(mx::Dtype dtype, int roundings, double float32_bound) 
   return float32_bound;
 }
 
-std::vector<Isa> available_isas() {
-  std::vector<Isa> isas;
-  for (int level = 0; level <= static_cast<int>(detected_isa()); ++level) {
-    isas.push_back(static_cast<Isa>(level));
-  }
-  return isas;
-}
-
-void for_each_isa(const std::function<void(Isa)>& check) {
-  for (Isa isa : available_isas()) {
-    set_isa_limit(isa);
+void for_each_isa(const std::function<void(IsaLevel)>& check) {
+  const IsaLevel native = detected_level();
+  for (IsaLevel level : available_levels()) {
+    set_isa_limit(level);
     try {
-      check(isa);
+      check(level);
     } catch (...) {
-      set_isa_limit(detected_isa());
+      set_isa_limit(native);
       throw;
     }
   }
-  set_isa_limit(detected_isa());
+  set_isa_limit(native);
 }
 
 bool gpu_available() {

@@ -40,11 +40,9 @@ class ErrorReport {
 // bfloat16, 1/1024 for float16).
 double rounding_tolerance(mlx::core::Dtype dtype, int roundings, double float32_bound);
 
-// SIMD levels available here, from the portable one up.
-std::vector<Isa> available_isas();
-
-// Runs `check` under each available SIMD level, restoring the limit after.
-void for_each_isa(const std::function<void(Isa)>& check);
+// Runs `check` under each instruction-set level this CPU has (scalar up to
+// the detected one), restoring the limit after.
+void for_each_isa(const std::function<void(IsaLevel)>& check);
 
 // Whether MLX sees a GPU here (a CUDA build on a machine with one).
 bool gpu_available();

@@ -63,7 +63,7 @@ TEST(LowRankUpdateFast, MatchesStockUnderEveryIsa) {
     // Some rows with no term, some with one, one with two (a stack).
     std::vector<LowRankTerm> terms{{0, rows / 2 + 1, 0, 2.0f}, {rows - 1, rows, 1, 0.5f}};
     if (rows > 2) terms.push_back({1, 2, 1, 20.0f});
-    testing::for_each_isa([&](Isa) {
+    testing::for_each_isa([&](IsaLevel) {
       auto fast = low_rank_update_fast(x, y, factors, terms, mx::Device::cpu);
       auto stock = reference(x, y, factors, terms);
       auto stats = measure_error(fast, stock);

@@ -73,13 +73,13 @@ void check_case(const Case& c, int group_size, int bits, std::pair<mx::Dtype, mx
   if (fast.dtype() != mx::float32) stock_half_report.add(measure_error(stock, reference));
   EXPECT_LE(stats.max_rel, rounding_tolerance(fast.dtype(), 1, 2e-6))
       << "M=" << c.M << " N=" << c.N << " K=" << c.K << " group=" << group_size << " bits=" << bits
-      << " x=" << x_dtype << " scales=" << scale_dtype << " isa=" << isa_name(active_isa());
+      << " x=" << x_dtype << " scales=" << scale_dtype << " isa=" << level_name(active_level());
 }
 
 TEST(QuantizedMatmulFast, MatchesStockOnRandomShapes) {
   ErrorReport f32_report("quantized_matmul_fast float32 output");
   ErrorReport half_report("quantized_matmul_fast bfloat16/float16 output");
-  for_each_isa([&](Isa) {
+  for_each_isa([&](IsaLevel) {
     int seed = 0;
     for (int bits : {4, 6, 8}) {
       for (int group_size : {32, 64, 128}) {
@@ -158,7 +158,7 @@ TEST(QuantizedMatmulFast, Int8ActivationsStayWithinTheirRoundingBound) {
           auto x = random_normal({M, K}, mx::float32, 1.0f, seed + 1);
           auto reference = stock_in_float32(x, q, group_size, bits);
           auto bound = int8_rounding_bound(x, q, group_size, bits);
-          set_isa_limit(Isa::scalar);
+          set_isa_limit(IsaLevel::scalar);
           auto portable = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
                                                 ActivationPrecision::int8);
           mx::eval(portable);
@@ -171,8 +171,8 @@ TEST(QuantizedMatmulFast, Int8ActivationsStayWithinTheirRoundingBound) {
           auto excess = mx::subtract(mx::abs(mx::subtract(portable, reference)), bound);
           EXPECT_LE(mx::max(excess).item<float>(), 2e-6 * stats.max_expected + 1e-6)
               << "M=" << M << " K=" << K << " group=" << group_size << " bits=" << bits;
-          for (Isa isa : testing::available_isas()) {
-            set_isa_limit(isa);
+          for (IsaLevel level : available_levels()) {
+            set_isa_limit(level);
             auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
                                               ActivationPrecision::int8);
             mx::eval(fast);
@@ -181,14 +181,14 @@ TEST(QuantizedMatmulFast, Int8ActivationsStayWithinTheirRoundingBound) {
             // which lies within the bound as well).
             auto isa_stats = measure_error(fast, portable);
             isa_report.add(isa_stats);
-            if (isa == Isa::avx512 && __builtin_cpu_supports("avx512vnni")) {
+            if (extension_active(Extension::vnni)) {
               EXPECT_LE(isa_stats.max_rel, 1e-5) << "VNNI vs portable int8, M=" << M << " K=" << K;
             }
             auto isa_excess = mx::subtract(mx::abs(mx::subtract(fast, reference)), bound);
             EXPECT_LE(mx::max(isa_excess).item<float>(), 2e-6 * stats.max_expected + 1e-6)
-                << "isa=" << isa_name(isa) << " M=" << M << " K=" << K;
+                << "isa=" << level_name(level) << " M=" << M << " K=" << K;
           }
-          set_isa_limit(detected_isa());
+          set_isa_limit(detected_level());
         }
       }
     }
@@ -201,12 +201,10 @@ TEST(QuantizedMatmulFast, SixBitWeightsKeepFloatActivationsWhenInt8IsAsked) {
   auto q = make_weights(45, 576, 64, 6, mx::float16, 17);
   auto x = random_normal({1, 576}, mx::float32, 1.0f, 18);
   auto reference = stock_in_float32(x, q, 64, 6);
-  for (Isa isa : testing::available_isas()) {
-    set_isa_limit(isa);
+  for_each_isa([&](IsaLevel level) {
     auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, 64, 6, ActivationPrecision::int8);
-    EXPECT_LE(measure_error(fast, reference).max_rel, 2e-6) << "isa=" << isa_name(isa);
-  }
-  set_isa_limit(detected_isa());
+    EXPECT_LE(measure_error(fast, reference).max_rel, 2e-6) << "isa=" << level_name(level);
+  });
 }
 
 // bfloat16 activations: the result is the float32 result on x rounded to
@@ -230,7 +228,7 @@ TEST(QuantizedMatmulFast, Bfloat16ActivationsAreTheFloatResultOnRoundedX) {
           auto rounded_x = mx::astype(mx::astype(x, mx::bfloat16), mx::float32);
           auto reference = stock_in_float32(rounded_x, q, group_size, bits);
           auto unrounded = stock_in_float32(x, q, group_size, bits);
-          for_each_isa([&](Isa isa) {
+          for_each_isa([&](IsaLevel level) {
             auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
                                               ActivationPrecision::bfloat16);
             mx::eval(fast);
@@ -243,8 +241,9 @@ TEST(QuantizedMatmulFast, Bfloat16ActivationsAreTheFloatResultOnRoundedX) {
             rounded_report.add(stats);
             // Float32 summation only: the 128 the kernel adds to each nibble
             // cancels against the sums of the same rounded x.
-            EXPECT_LE(stats.max_rel, 1e-5) << "isa=" << isa_name(isa) << " M=" << M << " K=" << K
-                                           << " group=" << group_size << " bits=" << bits;
+            EXPECT_LE(stats.max_rel, 1e-5)
+                << "isa=" << level_name(level) << " M=" << M << " K=" << K
+                << " group=" << group_size << " bits=" << bits;
             // x was really rounded (float32 x would agree to 1e-6).
             auto effect = measure_error(fast, unrounded);
             effect_report.add(effect);
@@ -303,17 +302,18 @@ TEST(QuantizedMatmulFast, Int16ActivationsAreTheFloatResultOnRoundedX) {
               mx::add(stock_in_float32(x_rounded, q, group_size, bits),
                       mx::matmul(lost_sums, mx::transpose(mx::astype(q.biases, mx::float32))));
           auto exact = stock_in_float32(x, q, group_size, bits);
-          for_each_isa([&](Isa isa) {
+          for_each_isa([&](IsaLevel level) {
             auto fast = quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
                                               ActivationPrecision::int16);
             mx::eval(fast);
+            const Isa isa = active_isa();
             const bool simd_kernel =
-                isa == Isa::avx2 || (isa == Isa::avx512 && __builtin_cpu_supports("avx512vnni") &&
-                                     (bits != 6 || __builtin_cpu_supports("avx512vbmi")));
+                isa == Isa::avx2 || (extension_active(Extension::vnni) &&
+                                     (bits != 6 || extension_active(Extension::vbmi)));
             const bool int16_kernel = M <= 4 && (isa == Isa::scalar || simd_kernel);
             std::ostringstream where;
-            where << "isa=" << isa_name(isa) << " M=" << M << " K=" << K << " group=" << group_size
-                  << " bits=" << bits;
+            where << "isa=" << level_name(level) << " M=" << M << " K=" << K
+                  << " group=" << group_size << " bits=" << bits;
             auto effect = measure_error(fast, exact);
             if (!int16_kernel) {
               EXPECT_LE(effect.max_rel, 1e-5) << where.str();
@@ -333,16 +333,18 @@ TEST(QuantizedMatmulFast, Int16ActivationsAreTheFloatResultOnRoundedX) {
   }
 }
 
-// float16 prefill: prefill shapes on a CPU with AVX512-FP16 stay within
-// the stated bound of the float32 result (float16 rounding of x and w,
-// 32-term float16 partial sums); decode shapes and SIMD levels without the
-// kernel give the float32 result. Rows of very different magnitude (1000x
-// and 0.001x) check the per-row power-of-two scaling: no overflow, no
-// underflow.
-TEST(QuantizedMatmulFast, Float16PrefillStaysWithinItsBound) {
-  ErrorReport report("quantized_matmul_fast float16 prefill vs float32");
+// Half-precision prefill: prefill shapes stay within the stated bound of
+// the float32 result, at every level: float16 (AVX512-FP16; float16
+// rounding of x and w, 32-term float16 partial sums) within 3e-3 of each
+// row's largest |output|; bfloat16 (AVX512-BF16) within the rounding of x
+// and w, 2^-8 of sum |x| |w| per output, plus float32 summation; decode
+// shapes and levels without either kernel give the float32 result. Rows of
+// very different magnitude (1000x and 0.001x) check the per-row scaling:
+// no overflow, no underflow.
+TEST(QuantizedMatmulFast, HalfPrecisionPrefillStaysWithinItsBound) {
+  ErrorReport float16_report("quantized_matmul_fast float16 prefill vs float32");
+  ErrorReport bfloat16_report("quantized_matmul_fast bfloat16 prefill vs float32");
   const mx::Dtype scale_dtypes[] = {mx::float32, mx::bfloat16, mx::float16};
-  const bool has_fp16 = __builtin_cpu_supports("avx512fp16");
   int seed = 1100;
   for (int bits : {4, 6, 8}) {
     for (int group_size : {32, 64, 128}) {
@@ -360,25 +362,40 @@ TEST(QuantizedMatmulFast, Float16PrefillStaysWithinItsBound) {
               {M, 1});
           auto x = mx::multiply(random_normal({M, K}, mx::float32, 1.0f, seed + 1), row_scale);
           auto reference = stock_in_float32(x, q, group_size, bits);
-          for_each_isa([&](Isa isa) {
+          auto w = mx::dequantize(q.w, mx::astype(q.scales, mx::float32),
+                                  mx::astype(q.biases, mx::float32), group_size, bits);
+          auto magnitude = mx::matmul(mx::abs(x), mx::transpose(mx::abs(w)));
+          for_each_isa([&](IsaLevel level) {
             auto fast =
                 quantized_matmul_fast(x, q.w, q.scales, q.biases, group_size, bits,
-                                      ActivationPrecision::float32, PrefillArithmetic::float16);
+                                      ActivationPrecision::float32, PrefillArithmetic::half);
             mx::eval(fast);
+            const std::string variant = quantized_matmul_variant(
+                bits, M <= 4, ActivationPrecision::float32, PrefillArithmetic::half);
             std::ostringstream where;
-            where << "isa=" << isa_name(isa) << " M=" << M << " K=" << K << " group=" << group_size
-                  << " bits=" << bits;
+            where << "isa=" << level_name(level) << " M=" << M << " K=" << K
+                  << " group=" << group_size << " bits=" << bits << " (" << variant << ")";
+            if (variant.rfind("bfloat16 ", 0) == 0) {
+              auto stats = measure_error(fast, reference);
+              bfloat16_report.add(stats);
+              EXPECT_GT(stats.max_rel, 1e-5) << where.str() << ": not bfloat16";
+              auto bound = mx::multiply(magnitude, mx::array(std::ldexp(1.0f, -8)));
+              auto excess = mx::subtract(mx::abs(mx::subtract(fast, reference)), bound);
+              EXPECT_LE(mx::max(excess).item<float>(), 1e-5 * stats.max_expected) << where.str();
+              return;
+            }
             // Each row against its own largest |output|, so the small rows
             // are judged on their own scale.
             for (int m = 0; m < M; ++m) {
               auto row = mx::slice(fast, {m, 0}, {m + 1, fast.shape(1)});
               auto expected = mx::slice(reference, {m, 0}, {m + 1, fast.shape(1)});
               auto stats = measure_error(row, expected);
-              if (has_fp16 && isa == Isa::avx512 && M > 4) {
-                report.add(stats);
+              if (variant.rfind("float16 ", 0) == 0) {
+                float16_report.add(stats);
                 EXPECT_LE(stats.max_rel, 3e-3) << where.str() << " row " << m;
                 EXPECT_GT(stats.max_rel, 1e-5) << where.str() << " row " << m << ": not float16";
               } else {
+                EXPECT_EQ(variant.rfind("float32 ", 0), 0u) << where.str();
                 EXPECT_LE(stats.max_rel, 1e-5) << where.str() << " row " << m;
               }
             }
@@ -392,7 +409,7 @@ TEST(QuantizedMatmulFast, Float16PrefillStaysWithinItsBound) {
   auto tiny = mx::multiply(random_normal({8, 256}, mx::float32, 1.0f, 1200), mx::array(1e-39f));
   auto q = make_weights(40, 256, 64, 4, mx::float32, 1201);
   auto out = quantized_matmul_fast(tiny, q.w, q.scales, q.biases, 64, 4,
-                                   ActivationPrecision::float32, PrefillArithmetic::float16);
+                                   ActivationPrecision::float32, PrefillArithmetic::half);
   EXPECT_TRUE(mx::all(mx::isfinite(out)).item<bool>());
 }
 
@@ -429,19 +446,25 @@ TEST(QuantizedMatmulFast, SeveralWeightsGiveEachProjectionExactly) {
 // test above finds each level doing (int16 decode on the portable
 // reference and AVX2; float32 prefill without AVX512-FP16).
 TEST(QuantizedMatmulFast, VariantNamesTheKernelEachLevelTakes) {
-  for_each_isa([&](Isa isa) {
+  for_each_isa([&](IsaLevel level) {
     for (int bits : {4, 6, 8}) {
-      const auto decode = quantized_matmul_variant(bits, true, ActivationPrecision::int16,
-                                                   PrefillArithmetic::float16);
+      const auto decode =
+          quantized_matmul_variant(bits, true, ActivationPrecision::int16, PrefillArithmetic::half);
       const auto prefill = quantized_matmul_variant(bits, false, ActivationPrecision::int16,
-                                                    PrefillArithmetic::float16);
-      const std::string level = isa_name(isa);
-      EXPECT_NE(decode.find(" gemv " + level), std::string::npos) << decode;
-      EXPECT_NE(prefill.find(" gemm " + level), std::string::npos) << prefill;
-      if (isa != Isa::avx512) {
-        EXPECT_EQ(decode, "int16 gemv " + level);
-        EXPECT_EQ(prefill, "float32 gemm " + level);
+                                                    PrefillArithmetic::half);
+      const std::string isa = isa_name(active_isa());
+      EXPECT_NE(decode.find(" gemv " + isa), std::string::npos) << decode;
+      EXPECT_NE(prefill.find(" gemm " + isa), std::string::npos) << prefill;
+      if (active_isa() != Isa::avx512) {
+        EXPECT_EQ(decode, "int16 gemv " + isa);
+        EXPECT_EQ(prefill, "float32 gemm " + isa);
       }
+      // The prefill arithmetic follows the level: float16 from avx512-fp16
+      // on, bfloat16 at avx512-bf16, float32 below.
+      const std::string arithmetic = level >= IsaLevel::avx512_fp16   ? "float16 "
+                                     : level >= IsaLevel::avx512_bf16 ? "bfloat16 "
+                                                                      : "float32 ";
+      EXPECT_EQ(prefill.rfind(arithmetic, 0), 0u) << level_name(level) << ": " << prefill;
       // float32 activations always take the float kernels.
       EXPECT_EQ(quantized_matmul_variant(bits, true, ActivationPrecision::float32,
                                          PrefillArithmetic::float32)

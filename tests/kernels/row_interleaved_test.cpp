@@ -43,17 +43,17 @@ TEST(RowInterleavedWeights, GiveTheResultsOfMlxLayout) {
           auto rows = to_row_interleaved(mlx, group_size, 4);
           ASSERT_EQ(rows.w.dtype(), mx::uint8);
           auto x = random_normal({M, K}, mx::float32, 1.0f, seed + 1);
-          for_each_isa([&](Isa isa) {
+          for_each_isa([&](IsaLevel level) {
             auto expected = quantized_matmuls_fast(x, {mlx}, group_size, 4, precision,
-                                                   PrefillArithmetic::float16)[0];
+                                                   PrefillArithmetic::half)[0];
             auto actual = quantized_matmuls_fast(x, {rows}, group_size, 4, precision,
-                                                 PrefillArithmetic::float16)[0];
+                                                 PrefillArithmetic::half)[0];
             auto stats = measure_error(actual, expected);
             report.add(stats);
-            // The same exact integer dots and float16 panels, summed in
-            // another order.
-            EXPECT_LE(stats.max_rel, 2e-6) << "isa=" << isa_name(isa) << " M=" << M << " N=" << N
-                                           << " K=" << K << " group=" << group_size;
+            // The same exact integer dots and half-precision panels,
+            // summed in another order.
+            EXPECT_LE(stats.max_rel, 2e-6) << "isa=" << level_name(level) << " M=" << M
+                                           << " N=" << N << " K=" << K << " group=" << group_size;
           });
         }
       }
