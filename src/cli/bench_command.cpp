@@ -51,7 +51,7 @@ nlohmann::json kernel_report(KernelMode mode) {
   nlohmann::json report = {{"device", compute_device_description()},
                            {"cpu", kernels::cpu_model()},
                            {"features", kernels::cpu_feature_names()},
-                           {"simd", kernels::isa_name(kernels::active_isa())}};
+                           {"simd", kernels::level_name(kernels::active_level())}};
   if (mode == KernelMode::stock) {
     report["quantized_matmul"] = "stock (MLX's quantized_matmul)";
     return report;

@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "engine/compute_device.h"
+#include "engine/instruction_set_choice.h"
 #include "io/error.h"
 
 int main(int argc, char** argv) {
@@ -16,9 +17,16 @@ int main(int argc, char** argv) {
                  "the machine shows one)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->envname("MLX_CPP_DEVICE");
+  std::string isa = "native";
+  app.add_option("--isa", isa,
+                 "Highest SIMD level the CPU kernels use: native (all this CPU has), scalar, "
+                 "avx2, avx512, avx512-vnni, avx512-bf16 or avx512-fp16")
+      ->envname("MLX_CPP_ISA");
   app.fallthrough();  // `mlx-cpp generate --device cpu` as well as `mlx-cpp --device cpu generate`
-  app.parse_complete_callback(
-      [&device] { mlx_cpp::select_compute_device(mlx_cpp::parse_compute_device(device)); });
+  app.parse_complete_callback([&device, &isa] {
+    mlx_cpp::select_compute_device(mlx_cpp::parse_compute_device(device));
+    mlx_cpp::select_instruction_set(isa);
+  });
   mlx_cpp::cli::register_generate_command(app);
   mlx_cpp::cli::register_tokenize_commands(app);
   mlx_cpp::cli::register_convert_command(app);
