@@ -45,7 +45,7 @@ IsaKernels table_for(unsigned extensions) {
     table.int8_k_align = 128;
     table.gemv_int16_q4 = avx512_vnni_gemv_int16_q4;
     table.gemv_int16_q8 = avx512_vnni_gemv_int16_q8;
-    table.gemv_int16_q4_rows = avx512_vnni_gemv_int16_q4_rows;
+    table.gemv_int16_rows = avx512_vnni_gemv_int16_rows;
     if (has(Extension::vbmi)) table.gemv_int16_q6 = avx512_vbmi_gemv_int16_q6;
   }
   if (has(Extension::bf16)) {

@@ -1,14 +1,18 @@
-// Decode quantized matmul for row-interleaved 4-bit weights (qmm_kernels.h,
-// interleave_rows_q4) with 16-bit integer activations on AVX-512 VNNI.
+// Decode quantized matmul for row-interleaved 4- and 8-bit weights
+// (qmm_kernels.h, interleave_rows) with 16-bit integer activations on
+// AVX-512 VNNI.
 //
-// Each lane of the accumulators is one weight row: 32 bytes zero-extended
-// to words and masked (or shifted) hold the pairs (k, k + 1) of 16 rows,
+// Each lane of the accumulators is one weight row: a unit's bytes as words
+// (4-bit ones zero-extended first), masked or shifted, hold the pairs
+// (k, k + 1) of 16 rows,
 // and one vpdpwssd with a 32-bit broadcast of x's pair adds both products
 // into each row's lane. Per group the integer sums are converted once and
 // multiplied by a vector of 16 rows' scales, and the bias term is one FMA
 // with 16 rows' biases: no horizontal sums and no per-row factor loads,
 // which took most of the MLX-layout kernel's time on short rows (K = 576:
-// 15-16 G weights/s per core there, 36-47 G here in a standalone test).
+// 15-16 G weights/s per core there, 36-47 G here in a standalone test;
+// SmolLM2's 8-bit tied head, N = 49152: 5.2 GB/s on one core in MLX's
+// layout).
 // Rounding and sums are those of qmm_avx512_int16.cpp (exact integer dots
 // per group, one float32 scaling each), in another order.
 #if defined(__x86_64__) || defined(__i386__)
@@ -34,7 +38,9 @@ namespace {
 // clang-format on
 
 constexpr int kRowsPerBlock = 16;
-constexpr int kUnitBytes = 32;  // 16 rows x 4 k
+// 16 rows x 4 k
+template <int Bits>
+constexpr int kUnitBytes = 16 * 4 * Bits / 8;
 // Weights are asked for this far ahead of their use: with the hardware
 // prefetcher alone, one core streamed ~8 GB/s through this kernel in a
 // decode step, against ~13.5 for a plain sequential read. SmolLM2 decode,
@@ -50,36 +56,46 @@ inline __m512i pair_at(const std::int16_t* x, int k) {
   return _mm512_set1_epi32(pair);
 }
 
+// Adds unit u's products with x (at k) into the two accumulators.
+template <int Bits>
+inline void add_unit(const std::uint8_t* units, int u, const std::int16_t* x, int k, __m512i& even,
+                     __m512i& odd) {
+  const std::uint8_t* unit = units + u * kUnitBytes<Bits>;
+  if constexpr (Bits == 4) {
+    const __m512i w =
+        _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit)));
+    even = _mm512_dpwssd_epi32(even, _mm512_and_si512(w, _mm512_set1_epi16(0x000F)), pair_at(x, k));
+    odd = _mm512_dpwssd_epi32(odd, _mm512_srli_epi16(w, 4), pair_at(x, k + 2));
+  } else {
+    const __m512i w = _mm512_loadu_si512(unit);
+    even = _mm512_dpwssd_epi32(even, _mm512_and_si512(w, _mm512_set1_epi16(0x00FF)), pair_at(x, k));
+    odd = _mm512_dpwssd_epi32(odd, _mm512_srli_epi16(w, 8), pair_at(x, k + 2));
+  }
+}
+
 // The 16 rows of block `block` for x row m: their outputs into result[16].
-template <int Group, ScalarType Type>
+template <int Bits, int Group, ScalarType Type>
 void block_rows(const Problem& p, int block, int m, float* result) {
   const int groups = p.K / Group;
   constexpr int kUnitsPerGroup = Group / 4;
-  const std::uint8_t* w = p.w + static_cast<std::size_t>(block) * (p.K / 4) * kUnitBytes;
+  constexpr int kUnitsPerLine = 64 / kUnitBytes<Bits>;
+  const std::uint8_t* w = p.w + static_cast<std::size_t>(block) * (p.K / 4) * kUnitBytes<Bits>;
   const std::size_t factors = static_cast<std::size_t>(block) * groups * kRowsPerBlock;
   const std::int16_t* x = p.x_i16 + static_cast<std::size_t>(m) * p.k_padded;
   const float* x_scale =
       p.x_i16_scales + static_cast<std::size_t>(m) * int16_scale_stride(p.k_padded, p.group_size);
   const float* x_sum = p.x_group_sums + static_cast<std::size_t>(m) * groups;
-  const __m512i low_nibbles = _mm512_set1_epi16(0x000F);
   __m512 total = _mm512_setzero_ps(), bias_total = _mm512_setzero_ps();
   for (int g = 0; g < groups; ++g) {
     // Two accumulators halve the dependent chain of vpdpwssd.
     __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
-    const std::uint8_t* units = w + static_cast<std::size_t>(g) * kUnitsPerGroup * kUnitBytes;
+    const std::uint8_t* units = w + static_cast<std::size_t>(g) * kUnitsPerGroup * kUnitBytes<Bits>;
     const int k0 = g * Group;
-    for (int u = 0; u < kUnitsPerGroup; u += 2) {
-      _mm_prefetch(reinterpret_cast<const char*>(units + u * kUnitBytes + kPrefetchBytes),
+    for (int u = 0; u < kUnitsPerGroup; u += kUnitsPerLine) {
+      _mm_prefetch(reinterpret_cast<const char*>(units + u * kUnitBytes<Bits> + kPrefetchBytes),
                    _MM_HINT_T0);
-      const __m512i w0 = _mm512_cvtepu8_epi16(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(units + u * kUnitBytes)));
-      const __m512i w1 = _mm512_cvtepu8_epi16(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(units + (u + 1) * kUnitBytes)));
-      const int k = k0 + 4 * u;
-      even = _mm512_dpwssd_epi32(even, _mm512_and_si512(w0, low_nibbles), pair_at(x, k));
-      odd = _mm512_dpwssd_epi32(odd, _mm512_srli_epi16(w0, 4), pair_at(x, k + 2));
-      even = _mm512_dpwssd_epi32(even, _mm512_and_si512(w1, low_nibbles), pair_at(x, k + 4));
-      odd = _mm512_dpwssd_epi32(odd, _mm512_srli_epi16(w1, 4), pair_at(x, k + 6));
+      for (int i = 0; i < kUnitsPerLine; ++i)
+        add_unit<Bits>(units, u + i, x, k0 + 4 * (u + i), even, odd);
     }
     const std::size_t at = factors + static_cast<std::size_t>(g) * kRowsPerBlock;
     const __m512 scale = load_masked<Type>(p.scales, at, 0xFFFF);
@@ -91,13 +107,13 @@ void block_rows(const Problem& p, int block, int m, float* result) {
   _mm512_storeu_ps(result, _mm512_add_ps(total, bias_total));
 }
 
-template <int Group, ScalarType Type>
+template <int Bits, int Group, ScalarType Type>
 void gemv_rows(const Problem& p, int n_begin, int n_end) {
   const int columns = n_end - n_begin;
   float* result = thread_scratch(1, static_cast<std::size_t>(p.M) * columns);
   for (int n = n_begin; n < n_end; n += kRowsPerBlock) {
     for (int m = 0; m < p.M; ++m)
-      block_rows<Group, Type>(p, n / kRowsPerBlock, m, result + m * columns + (n - n_begin));
+      block_rows<Bits, Group, Type>(p, n / kRowsPerBlock, m, result + m * columns + (n - n_begin));
   }
   for (int m = 0; m < p.M; ++m) {
     store_from_float(result + m * columns, columns, p.out, p.out_type,
@@ -105,29 +121,35 @@ void gemv_rows(const Problem& p, int n_begin, int n_end) {
   }
 }
 
-template <int Group>
+template <int Bits, int Group>
 void gemv_group(const Problem& p, int n_begin, int n_end) {
   switch (p.scale_type) {
     case ScalarType::float16:
-      return gemv_rows<Group, ScalarType::float16>(p, n_begin, n_end);
+      return gemv_rows<Bits, Group, ScalarType::float16>(p, n_begin, n_end);
     case ScalarType::bfloat16:
-      return gemv_rows<Group, ScalarType::bfloat16>(p, n_begin, n_end);
+      return gemv_rows<Bits, Group, ScalarType::bfloat16>(p, n_begin, n_end);
     case ScalarType::float32:
-      return gemv_rows<Group, ScalarType::float32>(p, n_begin, n_end);
+      return gemv_rows<Bits, Group, ScalarType::float32>(p, n_begin, n_end);
+  }
+}
+
+template <int Bits>
+void gemv_bits(const Problem& p, int n_begin, int n_end) {
+  switch (p.group_size) {
+    case 32:
+      return gemv_group<Bits, 32>(p, n_begin, n_end);
+    case 64:
+      return gemv_group<Bits, 64>(p, n_begin, n_end);
+    default:
+      return gemv_group<Bits, 128>(p, n_begin, n_end);
   }
 }
 
 }  // namespace
 
-void avx512_vnni_gemv_int16_q4_rows(const Problem& p, int n_begin, int n_end) {
-  switch (p.group_size) {
-    case 32:
-      return gemv_group<32>(p, n_begin, n_end);
-    case 64:
-      return gemv_group<64>(p, n_begin, n_end);
-    default:
-      return gemv_group<128>(p, n_begin, n_end);
-  }
+void avx512_vnni_gemv_int16_rows(const Problem& p, int n_begin, int n_end) {
+  if (p.bits == 4) return gemv_bits<4>(p, n_begin, n_end);
+  gemv_bits<8>(p, n_begin, n_end);
 }
 
 }  // namespace mlx_cpp::kernels::qmm

@@ -172,6 +172,26 @@ void reorder_rows_q4(const std::uint8_t* from, int N, int K, std::uint8_t* to, b
   }
 }
 
+// In MLX's layout, 4 k of a row are 4 bytes k0 k1 k2 k3; interleaved they
+// are k0 k2 k1 k3 (swapping the middle two, its own inverse).
+void reorder_rows_q8(const std::uint8_t* from, int N, int K, std::uint8_t* to, bool interleave) {
+  const int units = K / 4;
+  for (int n = 0; n < N; ++n) {
+    const std::size_t row = static_cast<std::size_t>(n) * K;
+    const std::size_t lane = (static_cast<std::size_t>(n / 16) * units * 16 + n % 16) * 4;
+    for (int u = 0; u < units; ++u) {
+      const std::size_t in_row = row + 4 * u, in_block = lane + 64 * static_cast<std::size_t>(u);
+      const std::uint8_t* in = from + (interleave ? in_row : in_block);
+      std::uint8_t* out = to + (interleave ? in_block : in_row);
+      const std::uint8_t b0 = in[0], b1 = in[1], b2 = in[2], b3 = in[3];
+      out[0] = b0;
+      out[1] = b2;
+      out[2] = b1;
+      out[3] = b3;
+    }
+  }
+}
+
 // [N, groups] <-> [N / 16][groups][16] for items of type T.
 template <class T>
 void reorder_factors(const void* from, int N, int groups, void* to, bool interleave) {
@@ -199,12 +219,20 @@ void reorder_factors(const void* from, std::size_t item_bytes, int N, int groups
 
 }  // namespace
 
-void interleave_rows_q4(const std::uint8_t* packed, int N, int K, std::uint8_t* interleaved) {
-  reorder_rows_q4(packed, N, K, interleaved, true);
+void interleave_rows(int bits, const std::uint8_t* packed, int N, int K,
+                     std::uint8_t* interleaved) {
+  if (bits == 4)
+    reorder_rows_q4(packed, N, K, interleaved, true);
+  else
+    reorder_rows_q8(packed, N, K, interleaved, true);
 }
 
-void deinterleave_rows_q4(const std::uint8_t* interleaved, int N, int K, std::uint8_t* packed) {
-  reorder_rows_q4(interleaved, N, K, packed, false);
+void deinterleave_rows(int bits, const std::uint8_t* interleaved, int N, int K,
+                       std::uint8_t* packed) {
+  if (bits == 4)
+    reorder_rows_q4(interleaved, N, K, packed, false);
+  else
+    reorder_rows_q8(interleaved, N, K, packed, false);
 }
 
 void interleave_factors(const void* factors, std::size_t item_bytes, int N, int groups,

@@ -49,8 +49,9 @@ struct Problem {
   // row m's scaling.
   const std::uint16_t* x_half = nullptr;
   const float* x_half_unscale = nullptr;
-  // 4-bit weights in the row-interleaved layout (see interleave_rows_q4)
-  // instead of MLX's; read by gemv_int16_q4_rows and gemm_half, whose
+  // 4- or 8-bit weights in the row-interleaved layout (see
+  // interleave_rows) instead of MLX's; read by gemv_int16_rows and
+  // gemm_half, whose
   // column ranges then start at multiples of 16. x_i16 is then in natural
   // k order.
   bool row_interleaved = false;
@@ -92,8 +93,8 @@ struct IsaKernels {
   // The same for 6-bit weights (AVX-512 VBMI unpacks them) and 8-bit ones.
   void (*gemv_int16_q6)(const Problem& p, int n_begin, int n_end) = nullptr;
   void (*gemv_int16_q8)(const Problem& p, int n_begin, int n_end) = nullptr;
-  // The same for row-interleaved 4-bit weights.
-  void (*gemv_int16_q4_rows)(const Problem& p, int n_begin, int n_end) = nullptr;
+  // The same for row-interleaved 4- and 8-bit weights.
+  void (*gemv_int16_rows)(const Problem& p, int n_begin, int n_end) = nullptr;
   // Prefill in half precision (reads x_half): float16 products summed
   // over short runs into float32 on AVX512-FP16, bfloat16 pairs summed in
   // float32 on AVX512-BF16; for 4, 6 and 8 bits; column ranges start at
@@ -137,17 +138,21 @@ int int16_scale_stride(int k_padded, int group_size);
 void quantize_activations_int16(const float* x, int M, int K, int group_size, int k_padded,
                                 bool even_odd, std::int16_t* x_i16, float* x_i16_scales);
 
-// The row-interleaved layout of 4-bit weights [N, K] (N a multiple of 16):
-// per block of 16 rows and 4 k (k0 .. k0 + 3), 32 bytes, two per row: the
-// first holds k0 (low nibble) and k0 + 2 (high nibble), the second k0 + 1
-// and k0 + 3. Zero-extended to 16-bit lanes and masked, 32 bytes give the
-// pairs (k0, k0 + 1) of 16 rows; shifted, the pairs (k0 + 2, k0 + 3): a
-// 32-bit broadcast of x's pair meets them in one vpdpwssd, each lane a
+// The row-interleaved layout of 4- and 8-bit weights [N, K] (N a multiple
+// of 16): per block of 16 rows and 4 k (k0 .. k0 + 3), a unit of 16 x 4 x
+// bits / 8 bytes, each row's share contiguous. At 4 bits a row's two bytes
+// hold k0 (low nibble) and k0 + 2 (high nibble), then k0 + 1 and k0 + 3:
+// zero-extended to 16-bit lanes and masked, the 32 bytes give the pairs
+// (k0, k0 + 1) of 16 rows; shifted, the pairs (k0 + 2, k0 + 3). At 8 bits
+// a row's four bytes are k0, k0 + 2, k0 + 1, k0 + 3, so the 64 bytes as
+// 16-bit lanes, masked or shifted, give the same pairs with no widening.
+// A 32-bit broadcast of x's pair meets them in one vpdpwssd, each lane a
 // row, so a gemv needs no horizontal sums and loads 16 rows' scales at
 // once. Scales and biases go [N / 16][groups][16]. Blocks follow each
 // other, k-major within a block.
-void interleave_rows_q4(const std::uint8_t* packed, int N, int K, std::uint8_t* interleaved);
-void deinterleave_rows_q4(const std::uint8_t* interleaved, int N, int K, std::uint8_t* packed);
+void interleave_rows(int bits, const std::uint8_t* packed, int N, int K, std::uint8_t* interleaved);
+void deinterleave_rows(int bits, const std::uint8_t* interleaved, int N, int K,
+                       std::uint8_t* packed);
 // Factors [N, groups] of `item_bytes` each to [N / 16][groups][16] and back.
 void interleave_factors(const void* factors, std::size_t item_bytes, int N, int groups,
                         void* interleaved);
@@ -228,7 +233,7 @@ void prepare_x_bfloat16(const float* x, int M, int K, std::uint16_t* x_half, flo
 void avx512_vnni_gemv_int16_q4(const Problem& p, int n_begin, int n_end);
 void avx512_vbmi_gemv_int16_q6(const Problem& p, int n_begin, int n_end);
 void avx512_vnni_gemv_int16_q8(const Problem& p, int n_begin, int n_end);
-void avx512_vnni_gemv_int16_q4_rows(const Problem& p, int n_begin, int n_end);
+void avx512_vnni_gemv_int16_rows(const Problem& p, int n_begin, int n_end);
 #endif
 
 // Helpers the kernels share, compiled for the baseline ISA.

@@ -94,7 +94,7 @@ void pack_bfloat16_rows(const std::vector<float>& x_natural, int M, int K, int k
 
 // Which kernel a call takes: decode or prefill shape, and the arithmetic
 // the ISA offers for what was asked. With weights in the row-interleaved
-// layout (4-bit only), `rows` says whether that kernel reads it: the int16
+// layout (4- and 8-bit), `rows` says whether that kernel reads it: the int16
 // decode and the float16 prefill do; the others get the weights in MLX's
 // layout (deinterleaved_copy).
 struct KernelChoice {
@@ -131,7 +131,7 @@ KernelChoice choose_kernel(const qmm::IsaKernels& isa, bool decode, int bits,
   // float activations.
   c.int8 = decode && precision == ActivationPrecision::int8 && isa.gemv_int8 && bits != 6;
   c.bf16 = decode && precision == ActivationPrecision::bfloat16 && bits == 4 && isa.gemv_bf16_q4;
-  const bool int16_rows = row_interleaved && isa.gemv_int16_q4_rows;
+  const bool int16_rows = row_interleaved && isa.gemv_int16_rows;
   c.int16 = decode && precision == ActivationPrecision::int16 &&
             (int16_rows || int16_kernel(isa, bits) != nullptr);
   c.half = !decode && prefill == PrefillArithmetic::half && isa.gemm_half;
@@ -195,14 +195,14 @@ struct ColumnTask {
   Range columns;
 };
 
-// Row-interleaved 4-bit weights {w, scales, biases} in MLX's layout, for
-// the kernels that read only that (other precisions, SIMD levels capped
-// below the interleaved kernels'): a copy per call, slow but exact.
+// Row-interleaved weights {w, scales, biases} in MLX's layout, for the
+// kernels that read only that (other precisions, SIMD levels capped below
+// the interleaved kernels'): a copy per call, slow but exact.
 std::vector<mx::array> deinterleaved_copy(const mx::array& w, const mx::array& scales,
-                                          const mx::array& biases) {
-  const int N = w.shape(0), K = w.shape(1) * 2, groups = scales.shape(1);
-  auto packed = eager::allocated_array({N, K / 2}, mx::uint8);
-  qmm::deinterleave_rows_q4(w.data<std::uint8_t>(), N, K, packed.data<std::uint8_t>());
+                                          const mx::array& biases, int bits) {
+  const int N = w.shape(0), K = w.shape(1) * 8 / bits, groups = scales.shape(1);
+  auto packed = eager::allocated_array({N, K * bits / 32}, mx::uint32);
+  qmm::deinterleave_rows(bits, w.data<std::uint8_t>(), N, K, packed.data<std::uint8_t>());
   std::vector<mx::array> copy{packed};
   for (const auto* factors : {&scales, &biases}) {
     copy.push_back(eager::allocated_array(factors->shape(), factors->dtype()));
@@ -222,7 +222,7 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
   std::vector<mx::array> weights(in.begin() + 1, in.end());
   if (row_interleaved && !x.rows) {
     for (std::size_t i = 0; i < weights.size(); i += 3) {
-      auto copy = deinterleaved_copy(weights[i], weights[i + 1], weights[i + 2]);
+      auto copy = deinterleaved_copy(weights[i], weights[i + 1], weights[i + 2], bits);
       std::copy(copy.begin(), copy.end(), weights.begin() + i);
     }
   }
@@ -254,7 +254,7 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
   }
   auto kernel = x.int8     ? isa.gemv_int8
                 : x.bf16   ? isa.gemv_bf16_q4
-                : x.int16  ? (x.rows ? isa.gemv_int16_q4_rows : int16_kernel(isa, bits))
+                : x.int16  ? (x.rows ? isa.gemv_int16_rows : int16_kernel(isa, bits))
                 : x.decode ? isa.gemv
                 : x.half   ? isa.gemm_half
                            : isa.gemm;
@@ -340,19 +340,26 @@ class QuantizedMatmulsFast : public FallbackPrimitive {
   kernels::reject("quantized_matmul_fast", message);
 }
 
-// The stock-op composition for row-interleaved weights (w uint8 [N, K / 2],
-// scales and biases [N / 16][groups][16]): the weights put back in [N, K]
-// order and dequantized, then x @ w^T.
+// The stock-op composition for row-interleaved weights (w uint8 [N, K x
+// bits / 8], scales and biases [N / 16][groups][16]): the weights put back
+// in [N, K] order and dequantized, then x @ w^T.
 mx::array stock_row_interleaved_matmul(const mx::array& x, const mx::array& w,
                                        const mx::array& scales, const mx::array& biases,
-                                       int group_size, mx::StreamOrDevice s) {
-  const int N = w.shape(0), K = w.shape(1) * 2, groups = K / group_size;
-  // Byte (block, unit, row, j) holds k = 4 unit + j (low) and 4 unit + 2 + j.
-  auto bytes = mx::reshape(w, {N / 16, K / 4, 16, 2}, s);
-  auto low = mx::bitwise_and(bytes, mx::array(0x0F, mx::uint8), s);
-  auto high = mx::right_shift(bytes, mx::array(4, mx::uint8), s);
-  auto q =
-      mx::transpose(mx::stack({low, high}, 3, s), {0, 2, 1, 3, 4}, s);  // [N/16, 16, K/4, 2, 2]
+                                       int group_size, int bits, mx::StreamOrDevice s) {
+  const int N = w.shape(0), K = w.shape(1) * 8 / bits, groups = K / group_size;
+  mx::array q = w;
+  if (bits == 4) {
+    // Byte (block, unit, row, j) holds k = 4 unit + j (low) and 4 unit + 2 + j.
+    auto bytes = mx::reshape(w, {N / 16, K / 4, 16, 2}, s);
+    auto low = mx::bitwise_and(bytes, mx::array(0x0F, mx::uint8), s);
+    auto high = mx::right_shift(bytes, mx::array(4, mx::uint8), s);
+    q = mx::transpose(mx::stack({low, high}, 3, s), {0, 2, 1, 3, 4}, s);  // [N/16, 16, K/4, 2, 2]
+  } else {
+    // Bytes (block, unit, row, 0..3) hold k = 4 unit + 0, 2, 1, 3.
+    auto bytes = mx::reshape(w, {N / 16, K / 4, 16, 4}, s);
+    auto natural = mx::take(bytes, mx::array({0, 2, 1, 3}), 3, s);
+    q = mx::transpose(natural, {0, 2, 1, 3}, s);  // [N/16, 16, K/4, 4]
+  }
   auto in_rows = [&](const mx::array& factors) {  // [N / 16][groups][16] -> [N, groups, 1]
     auto rows = mx::transpose(mx::reshape(factors, {N / 16, groups, 16}, s), {0, 2, 1}, s);
     return mx::reshape(rows, {N, groups, 1}, s);
@@ -375,9 +382,10 @@ void validate(const mx::array& x, const QuantizedWeights& weights, int group_siz
   if (!is_float_dtype(x.dtype()) || x.ndim() < 1)
     reject("x must be float32/bfloat16/float16 [..., K]");
   const bool rows = weights.layout == WeightLayout::row_interleaved;
-  if (rows && (bits != 4 || w.dtype() != mx::uint8 || w.ndim() != 2 || w.shape(0) % 16 != 0))
+  if (rows && (bits == 6 || w.dtype() != mx::uint8 || w.ndim() != 2 || w.shape(0) % 16 != 0))
     reject(
-        "row-interleaved weights must be 4-bit, a 2-D uint8 array [N, K / 2], N a multiple of 16");
+        "row-interleaved weights must be 4- or 8-bit, a 2-D uint8 array [N, K x bits / 8], N a "
+        "multiple of 16");
   if (!rows && (w.dtype() != mx::uint32 || w.ndim() != 2))
     reject("w must be a 2-D uint32 array [N, K * bits / 32]");
   if (!is_float_dtype(scales.dtype()) || biases.dtype() != scales.dtype()) {
@@ -426,7 +434,7 @@ std::vector<mx::array> quantized_matmuls_fast(const mx::array& x,
     for (std::size_t i = 1; i < in.size(); i += 3) {
       if (layout == WeightLayout::row_interleaved) {
         outputs.push_back(
-            stock_row_interleaved_matmul(in[0], in[i], in[i + 1], in[i + 2], group_size, s));
+            stock_row_interleaved_matmul(in[0], in[i], in[i + 1], in[i + 2], group_size, bits, s));
         continue;
       }
       outputs.push_back(mx::quantized_matmul(in[0], in[i], in[i + 1], in[i + 2], true, group_size,
@@ -489,15 +497,18 @@ std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision 
 
 bool row_interleaving_pays(int bits, int rows) {
   const qmm::IsaKernels& isa = kernels_for(active_isa());
-  return bits == 4 && rows % 16 == 0 && isa.gemv_int16_q4_rows && isa.gemm_half;
+  return (bits == 4 || bits == 8) && rows % 16 == 0 && isa.gemv_int16_rows && isa.gemm_half;
 }
 
 QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits) {
-  if (bits != 4 || weights.layout != WeightLayout::mlx || weights.w.shape(0) % 16 != 0)
-    reject("to_row_interleaved takes 4-bit weights in MLX's layout with a multiple of 16 rows");
+  if ((bits != 4 && bits != 8) || weights.layout != WeightLayout::mlx ||
+      weights.w.shape(0) % 16 != 0)
+    reject(
+        "to_row_interleaved takes 4- or 8-bit weights in MLX's layout with a multiple of 16 rows");
   mx::eval({weights.w, weights.scales, weights.biases});
-  const int N = weights.w.shape(0), K = weights.w.shape(1) * 8, groups = K / group_size;
-  auto w = eager::allocated_array({N, K / 2}, mx::uint8);
+  const int N = weights.w.shape(0), K = weights.w.shape(1) * 32 / bits, groups = K / group_size;
+  const std::size_t row_bytes = static_cast<std::size_t>(K) * bits / 8;
+  auto w = eager::allocated_array({N, static_cast<int>(row_bytes)}, mx::uint8);
   std::vector<mx::array> factors;
   for (const auto* source : {&weights.scales, &weights.biases})
     factors.push_back(eager::allocated_array(source->shape(), source->dtype()));
@@ -506,9 +517,8 @@ QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_s
   // one core).
   parallel_ranges(N / 16, 64, [&](Range blocks) {
     const int first = blocks.begin * 16, rows = (blocks.end - blocks.begin) * 16;
-    const std::size_t row_bytes = K / 2;
-    qmm::interleave_rows_q4(weights.w.data<std::uint8_t>() + first * row_bytes, rows, K,
-                            w.data<std::uint8_t>() + first * row_bytes);
+    qmm::interleave_rows(bits, weights.w.data<std::uint8_t>() + first * row_bytes, rows, K,
+                         w.data<std::uint8_t>() + first * row_bytes);
     for (int i = 0; i < 2; ++i) {
       const auto& source = i == 0 ? weights.scales : weights.biases;
       const std::size_t offset = static_cast<std::size_t>(first) * groups * source.itemsize();

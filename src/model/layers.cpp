@@ -202,14 +202,22 @@ Embedding Embedding::load(WeightStore& weights, const QuantizationConfig& quanti
   layer.quantized_ = load_quantized(weights, quantization, path, dims, vocab_size);
   if (layer.quantized_) widen_for_kernels(*layer.quantized_, kernels);
   if (!layer.quantized_) layer.dense_ = weights.take(path + ".weight", mx::Shape{vocab_size, dims});
+  // As a tied head the table is a decode step's largest matrix (SmolLM2:
+  // 28 of its 98 MB): row-interleaved like the projections where that
+  // pays. Lookups gather their rows back in MLX's layout (kernels::
+  // gather_rows), so they still dequantize as the stock op does. The
+  // factors keep their dtype: the lookup's values depend on it.
+  else if (runs_fast_kernel(*layer.quantized_, kernels) && cpu_kernels_read(kernels))
+    interleave_rows_where_it_pays(*layer.quantized_);
   return layer;
 }
 
 mx::array Embedding::lookup(const mx::array& ids) const {
   if (dense_) return mx::take(*dense_, ids, 0);
   const auto& q = *quantized_;
-  return mx::dequantize(mx::take(q.packed, ids, 0), mx::take(q.scales, ids, 0),
-                        mx::take(q.biases, ids, 0), q.params.group_size, q.params.bits,
+  const auto rows =
+      kernels::gather_rows(q.kernel_weights(), ids, q.params.group_size, q.params.bits);
+  return mx::dequantize(rows.w, rows.scales, rows.biases, q.params.group_size, q.params.bits,
                         q.params.mode);
 }
 

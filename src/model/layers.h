@@ -40,7 +40,7 @@ struct QuantizedTensor {
   mlx::core::array biases;  // [rows, in / group_size]
   QuantizationParams params;
   // Fast path only: row-interleaved for the own kernels (kernels.h); packed
-  // is then uint8 [rows, in / 2] and the factors are reordered.
+  // is then uint8 [rows, in x bits / 8] and the factors are reordered.
   kernels::WeightLayout layout = kernels::WeightLayout::mlx;
 
   kernels::QuantizedWeights kernel_weights() const { return {packed, scales, biases, layout}; }
