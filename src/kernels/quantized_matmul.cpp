@@ -497,7 +497,8 @@ std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision 
 
 bool row_interleaving_pays(int bits, int rows) {
   const qmm::IsaKernels& isa = kernels_for(active_isa());
-  return (bits == 4 || bits == 8) && rows % 16 == 0 && isa.gemv_int16_rows && isa.gemm_half;
+  return (bits == 4 || bits == 8) && rows % 16 == 0 && isa.gemv_int16_rows &&
+         (isa.gemm_half || isa.prepare_x_half);
 }
 
 QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits) {
