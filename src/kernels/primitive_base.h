@@ -56,7 +56,6 @@ class FallbackPrimitive : public mlx::core::Primitive {
 // The kernels' element type for an MLX float dtype (float32 for others).
 qmm::ScalarType scalar_type_of(mlx::core::Dtype dtype);
 
-
 // Throws std::invalid_argument("[op] message").
 [[noreturn]] void reject(const char* op, const std::string& message);
 

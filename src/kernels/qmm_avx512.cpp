@@ -50,11 +50,7 @@ IsaKernels table_for(unsigned extensions) {
   }
   if (has(Extension::bf16)) {
     table.gemv_bf16_q4 = avx512_bf16_gemv_q4;
-    // The bfloat16 GEMM rounds the dequantized weights to 8 bits: a q4
-    // olmo2 with a LoRA adapter then ran past the fast path's contract
-    // (5.15% of the largest logit, bound 5%), so it is not taken until its
-    // panels keep the codes exact; prefill stays float32 here.
-    (void)avx512_bf16_gemm;
+    table.gemm_half = avx512_bf16_gemm;
     table.prepare_x_half = prepare_x_bfloat16;
     table.half_name = "bfloat16";
   }

@@ -47,13 +47,15 @@ struct Half {
   // Per row of x, 64 floats: column j's sums over even k and odd k at 2j
   // and 2j + 1 (a float16 lane holds one k of one column).
   static constexpr int kTileFloats = 64;
+  // Panels hold the dequantized weights.
+  static constexpr bool kExactCodes = false;
 
   // c[Rows][64] += x[Rows][depth] @ panel: float16 products and partial
   // sums over kFlushDepth k, added into the float32 tile; x rows are
   // `x_stride` halves apart.
   template <int Rows>
   static void micro_kernel(const std::uint16_t* x, int x_stride, const std::uint32_t* panel,
-                           int depth, float* c) {
+                           int depth, float* c, const GroupFactors&) {
     for (int k0 = 0; k0 < depth; k0 += kFlushDepth) {
       const int k_end = k0 + kFlushDepth < depth ? k0 + kFlushDepth : depth;
       __m512h acc[Rows][2];

@@ -57,6 +57,18 @@ struct Problem {
   bool row_interleaved = false;
 };
 
+// For a half-precision GEMM whose panels hold the weights' exact codes
+// (gemm_half on AVX512-BF16): one k-depth's scales and biases of the
+// panel's 32 columns, float32 [depth / group][32], and the float32 sums
+// of x over those groups (row r's at x_sums + r x x_sums_stride).
+struct GroupFactors {
+  const float* scales = nullptr;
+  const float* biases = nullptr;
+  int group = 0;
+  const float* x_sums = nullptr;
+  int x_sums_stride = 0;
+};
+
 struct IsaKernels {
   const char* name;
   // 4-bit kernels unpack `2 * interleave` weights at a time as the even ones

@@ -156,11 +156,13 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   const int interleave =
       bits == 4 && !p.int8 && !p.bf16 && !p.int16 && !p.half ? isa.interleave : 1;
   p.x_float.resize(static_cast<std::size_t>(p.M) * p.K);
-  // Only the gemv kernels take the bias term from sums of x; the gemm
-  // kernels dequantize the bias into their panels.
-  if (p.decode) p.group_sums.resize(static_cast<std::size_t>(p.M) * (p.K / group_size));
+  // The gemv kernels and the exact-code bfloat16 gemm take the bias term
+  // from sums of x; the other gemm kernels dequantize the bias into their
+  // panels.
+  const bool sums = p.decode || p.half;
+  if (sums) p.group_sums.resize(static_cast<std::size_t>(p.M) * (p.K / group_size));
   prepare_x(x, p.M, p.K, group_size, interleave, round, p.x_float.data(),
-            p.decode ? p.group_sums.data() : nullptr);
+            sums ? p.group_sums.data() : nullptr);
   if (p.bf16) {
     p.k_padded = qmm::even_odd_padded_k(p.K);
     p.x_bf16.resize(static_cast<std::size_t>(p.M) * p.k_padded);
@@ -497,8 +499,7 @@ std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision 
 
 bool row_interleaving_pays(int bits, int rows) {
   const qmm::IsaKernels& isa = kernels_for(active_isa());
-  return (bits == 4 || bits == 8) && rows % 16 == 0 && isa.gemv_int16_rows &&
-         (isa.gemm_half || isa.prepare_x_half);
+  return (bits == 4 || bits == 8) && rows % 16 == 0 && isa.gemv_int16_rows && isa.gemm_half;
 }
 
 QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits) {
