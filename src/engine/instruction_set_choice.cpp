@@ -7,11 +7,7 @@ namespace mlx_cpp {
 
 void select_instruction_set(const std::string& name) {
   namespace k = kernels;
-  if (name.empty() || name == "native") {
-    k::set_isa_limit(k::detected_level());
-    return;
-  }
-  const auto level = k::parse_level(name);
+  const auto level = k::parse_level(name.empty() ? "native" : name);
   if (!level) throw Error("--isa is one of " + k::level_names() + ", not '" + name + "'");
   if (*level > k::detected_level())
     throw Error(std::string("--isa ") + name + ": this CPU (" + k::cpu_model() + ") runs up to " +

@@ -1,6 +1,7 @@
 #include "kernels/cpu_features.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <fstream>
 
@@ -41,7 +42,7 @@ IsaLevel allowed_from(Extension extension) {
   return IsaLevel::avx512_fp16;
 }
 
-bool cpu_has(Extension extension) {
+bool detect_extension(Extension extension) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   switch (extension) {
@@ -57,6 +58,14 @@ bool cpu_has(Extension extension) {
 #endif
   (void)extension;
   return false;
+}
+
+// Detected once: every quantized matmul call asks (kernel table choice).
+bool cpu_has(Extension extension) {
+  static const std::array<bool, 4> present = {
+      detect_extension(Extension::vnni), detect_extension(Extension::vbmi),
+      detect_extension(Extension::bf16), detect_extension(Extension::fp16)};
+  return present[static_cast<int>(extension)];
 }
 
 IsaLevel detect() {

@@ -69,9 +69,10 @@ enum class ActivationPrecision { float32, int8, bfloat16, int16 };
 //   are rounded to float16 (x scaled per row by a power of two so its
 //   largest |value| is 32), products are summed in float16 over runs of 32
 //   k and those partial sums in float32;
-// - else bfloat16 where it has AVX512-BF16 (AMD Zen 4 and 5): x and the
-//   dequantized weights are rounded to bfloat16 (2^-9 relative each), the
-//   products summed in float32 (vdpbf16ps);
+// - else bfloat16 where it has AVX512-BF16 (AMD Zen 4 and 5): x is rounded
+//   to bfloat16 (2^-9 relative) and meets the weights' codes, which
+//   bfloat16 holds exactly; products are summed in float32 (vdpbf16ps) and
+//   each group is scaled, and its bias term added, in float32;
 // - else the float32 kernels run.
 // Error bounded per output in tests/kernels.
 enum class PrefillArithmetic { float32, half };
@@ -100,8 +101,8 @@ struct QuantizedWeights {
 };
 // Whether row-interleaved weights run faster here: 4 or 8 bits, a
 // multiple of 16 rows, and a CPU with the kernels that read the layout
-// (AVX-512 VNNI and a half-precision prefill); elsewhere they would be put back in MLX's layout on
-// every call.
+// (AVX-512 VNNI and a half-precision prefill); elsewhere they would be put
+// back in MLX's layout on every call.
 bool row_interleaving_pays(int bits, int rows);
 // The kernel a quantized matmul of `bits`-bit weights takes on this CPU at
 // the current SIMD limit, decode- or prefill-shaped, with the given

@@ -64,9 +64,9 @@ struct Half {
         for (int r = 0; r < Rows; ++r) {
           std::uint32_t pair;
           std::memcpy(&pair, x + r * x_stride + k, sizeof(pair));
-          const __m512bh high = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
-          acc[r][0] = _mm512_dpbf16_ps(acc[r][0], high, b0);
-          acc[r][1] = _mm512_dpbf16_ps(acc[r][1], high, b1);
+          const __m512bh a = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+          acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
+          acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
         }
       }
       for (int half = 0; half < 2; ++half) {

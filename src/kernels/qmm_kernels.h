@@ -45,15 +45,14 @@ struct Problem {
   const std::int16_t* x_i16 = nullptr;
   const float* x_i16_scales = nullptr;
   // Only for gemm_half: x in the table's half type [M, K] (natural k
-  // order), each row scaled by a power of two; x_half_unscale[m] undoes
-  // row m's scaling.
+  // order), each row scaled by a power of two (float16) or not (bfloat16,
+  // which has float32's range); x_half_unscale[m] undoes row m's scaling.
   const std::uint16_t* x_half = nullptr;
   const float* x_half_unscale = nullptr;
   // 4- or 8-bit weights in the row-interleaved layout (see
   // interleave_rows) instead of MLX's; read by gemv_int16_rows and
-  // gemm_half, whose
-  // column ranges then start at multiples of 16. x_i16 is then in natural
-  // k order.
+  // gemm_half, whose column ranges then start at multiples of 16. x_i16 is
+  // then in natural k order.
   bool row_interleaved = false;
 };
 

@@ -95,8 +95,8 @@ void pack_bfloat16_rows(const std::vector<float>& x_natural, int M, int K, int k
 // Which kernel a call takes: decode or prefill shape, and the arithmetic
 // the ISA offers for what was asked. With weights in the row-interleaved
 // layout (4- and 8-bit), `rows` says whether that kernel reads it: the int16
-// decode and the float16 prefill do; the others get the weights in MLX's
-// layout (deinterleaved_copy).
+// decode and the half-precision prefill do; the others get the weights in
+// MLX's layout (deinterleaved_copy).
 struct KernelChoice {
   bool decode = false, int8 = false, bf16 = false, int16 = false, half = false, rows = false;
 };
@@ -151,8 +151,8 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   static_cast<KernelChoice&>(p) = choose_kernel(isa, p.M <= qmm::kGemvMaxRows || one_token_rows,
                                                 bits, precision, prefill, row_interleaved);
   const bool round = p.decode && precision == ActivationPrecision::bfloat16;
-  // The int8, bfloat16, int16 and float16 kernels read x in natural order
-  // from x_float.
+  // The int8, bfloat16, int16 and half-precision kernels read x in natural
+  // order from x_float.
   const int interleave =
       bits == 4 && !p.int8 && !p.bf16 && !p.int16 && !p.half ? isa.interleave : 1;
   p.x_float.resize(static_cast<std::size_t>(p.M) * p.K);

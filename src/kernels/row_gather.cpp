@@ -32,11 +32,10 @@ QuantizedWeights gather_rows(const QuantizedWeights& weights, const mx::array& i
   auto words = mx::take(mx::flatten(mx::view(w, word)), at(units));
   // Within a word the interleaved order swaps the middle two of four
   // codes (nibbles at 4 bits, bytes at 8); MLX's order has k0 lowest.
-  const int code = bits;
   const unsigned low_high = bits == 4 ? 0xF00Fu : 0xFF0000FFu;
   const unsigned second = bits == 4 ? 0x00F0u : 0x0000FF00u;
   auto mask = [&](unsigned value) { return mx::astype(mx::array(value, mx::uint32), word); };
-  auto shift = mx::astype(mx::array(code), word);
+  auto shift = mx::astype(mx::array(bits), word);
   words =
       mx::bitwise_or(mx::bitwise_and(words, mask(low_high)),
                      mx::bitwise_or(mx::left_shift(mx::bitwise_and(words, mask(second)), shift),

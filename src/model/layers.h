@@ -29,9 +29,9 @@ class WeightStore;
 // 32-blocks), although the synthetic models stayed within the fidelity
 // bounds.
 inline constexpr auto kActivationPrecision = kernels::ActivationPrecision::int16;
-// Prefill multiplies in float16 where the CPU has AVX512-FP16 (1.3-1.5x
-// the float32 GEMM's multiply-adds per second); partial sums of 32
-// products are carried into float32.
+// Prefill multiplies in half precision where the CPU has it (kernels.h):
+// float16 on AVX512-FP16 (1.3-1.5x the float32 GEMM's multiply-adds per
+// second), bfloat16 against the weights' exact codes on AVX512-BF16.
 inline constexpr auto kPrefillArithmetic = kernels::PrefillArithmetic::half;
 
 struct QuantizedTensor {
