@@ -4,7 +4,10 @@
 // and 512 rows (prefill). bfloat16 activations and scales, as in the
 // published MLX checkpoints, plus two float32 shapes, the decode shapes
 // with 8-bit, bfloat16 and int16 activations (int16 also as batched
-// decode steps of 4 and 16 rows), and the prefill shapes in float16.
+// decode steps of 4 and 16 rows), and the prefill shapes in float16; the
+// int16 decode and half-precision prefill also on row-interleaved weights
+// (the layout the models load where the CPU reads it), and Qwen's 6-bit
+// output head and down_proj (Q4_K_M GGUF files keep those in Q6_K).
 #include <string>
 
 #include "bench_common.h"
@@ -34,11 +37,14 @@ const Shape kShapes[] = {
     {"qwen2.5-1.5b", "k_proj", 256, 1536, 4, 64},
     {"qwen2.5-1.5b", "gate_proj", 8960, 1536, 4, 64},
     {"qwen2.5-1.5b", "down_proj", 1536, 8960, 4, 64},
+    {"qwen2.5-1.5b", "down_proj", 1536, 8960, 6, 64},
+    {"qwen2.5-1.5b", "lm_head", 151936, 1536, 6, 64},
 };
 
 void register_shape(const Shape& shape, int M, mx::Dtype dtype,
                     ActivationPrecision precision = ActivationPrecision::float32,
-                    PrefillArithmetic prefill = PrefillArithmetic::float32) {
+                    PrefillArithmetic prefill = PrefillArithmetic::float32,
+                    WeightLayout layout = WeightLayout::mlx) {
   const char* activations = precision == ActivationPrecision::int8       ? "int8/"
                             : precision == ActivationPrecision::bfloat16 ? "bf16act/"
                             : precision == ActivationPrecision::int16    ? "int16act/"
@@ -47,13 +53,17 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
   std::string name = std::string("qmm/") + (dtype == mx::float32 ? "f32/" : "") + activations +
                      shape.model + "/" + shape.layer + "/N" + std::to_string(shape.N) + "_K" +
                      std::to_string(shape.K) + "/q" + std::to_string(shape.bits) + "g" +
-                     std::to_string(shape.group_size) + "/M" + std::to_string(M);
+                     std::to_string(shape.group_size) + "/M" + std::to_string(M) +
+                     (layout == WeightLayout::row_interleaved ? "/rows" : "");
   register_pair(
       name,
-      [shape, M, dtype, precision, prefill] {
+      [shape, M, dtype, precision, prefill, layout] {
         auto w = random_input({shape.N, shape.K}, dtype, 0.05f, 1);
         auto q = mx::quantize(w, shape.group_size, shape.bits);
         mx::eval(q);
+        QuantizedWeights fast_weights{q[0], q[1], q[2]};
+        if (layout == WeightLayout::row_interleaved)
+          fast_weights = to_row_interleaved(fast_weights, shape.group_size, shape.bits);
         // Decode with int16 activations takes M > 1 as M sequences of one
         // token each ([M, 1, K]: a batched decode step).
         const bool batched = precision == ActivationPrecision::int16 && M > 1;
@@ -62,9 +72,10 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
         int g = shape.group_size, b = shape.bits;
         return OpPair{
             [=] { return mx::quantized_matmul(x, q[0], q[1], q[2], true, g, b); },
-            [=] { return quantized_matmul_fast(x, q[0], q[1], q[2], g, b, precision, prefill); }};
+            [=] { return quantized_matmuls_fast(x, {fast_weights}, g, b, precision, prefill)[0]; }};
       },
-      M > 64);
+      // The stock side of a row-interleaved pair is its MLX-layout pair's.
+      M > 64 || layout == WeightLayout::row_interleaved);
 }
 
 [[maybe_unused]] const bool registered = [] {
@@ -89,6 +100,13 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
   }
   for (const auto& shape : kShapes) {
     register_shape(shape, 512, mx::bfloat16, ActivationPrecision::float32, PrefillArithmetic::half);
+  }
+  for (const auto& shape : kShapes) {
+    if (!row_interleaving_pays(shape.bits, shape.N)) continue;
+    register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int16, PrefillArithmetic::float32,
+                   WeightLayout::row_interleaved);
+    register_shape(shape, 512, mx::bfloat16, ActivationPrecision::float32, PrefillArithmetic::half,
+                   WeightLayout::row_interleaved);
   }
   // float32 activations and scales take MLX's vectorized (8-wide, float
   // accumulating) CPU path instead of the scalar bfloat16 one.

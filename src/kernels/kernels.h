@@ -88,8 +88,8 @@ mlx::core::array quantized_matmul_fast(const mlx::core::array& x, const mlx::cor
 // once, and the columns of all the weights spread over the threads as one
 // job. All share group_size and bits; results in the order given.
 // How w, scales and biases are laid out: MLX's ([N, K * bits / 32] uint32,
-// factors [N, groups]) or row-interleaved (4- and 8-bit, N a multiple of
-// 16: w uint8 [N, K x bits / 8] in blocks of 16 rows x 4 k, factors
+// factors [N, groups]) or row-interleaved (4-, 6- and 8-bit, N a multiple
+// of 16: w uint8 [N, K x bits / 8] in blocks of 16 rows x 4 k, factors
 // [N / 16][groups][16]; see qmm_kernels.h), which the int16 decode kernel
 // reads with one lane per row and no per-row overhead (2-3x the weights
 // per second at K = 576) and the half-precision prefill packs without a
@@ -99,7 +99,7 @@ struct QuantizedWeights {
   mlx::core::array w, scales, biases;
   WeightLayout layout = WeightLayout::mlx;
 };
-// Whether row-interleaved weights run faster here: 4 or 8 bits, a
+// Whether row-interleaved weights run faster here: 4, 6 or 8 bits, a
 // multiple of 16 rows, and a CPU with the kernels that read the layout
 // (AVX-512 VNNI and a half-precision prefill); elsewhere they would be put
 // back in MLX's layout on every call.
@@ -111,8 +111,8 @@ bool row_interleaving_pays(int bits, int rows);
 // be interleaved where that pays). For reports such as `mlx-cpp bench`.
 std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision precision,
                                      PrefillArithmetic prefill);
-// 4- or 8-bit weights in MLX's layout (evaluated here) → row-interleaved
-// copies.
+// 4-, 6- or 8-bit weights in MLX's layout (evaluated here) →
+// row-interleaved copies.
 QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits);
 // The rows `ids` (any shape S) of weights in either layout, in MLX's layout
 // (w uint32 [S..., K x bits / 32], factors [S..., groups]): the same bytes,

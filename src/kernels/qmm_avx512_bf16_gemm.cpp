@@ -89,6 +89,7 @@ struct Half {
 };
 
 // clang-format off
+#include "kernels/qmm_avx512_rows_q6.inc"
 #include "kernels/qmm_avx512_half_gemm.inc"
 // clang-format on
 

@@ -1,10 +1,11 @@
-// Decode quantized matmul for row-interleaved 4- and 8-bit weights
+// Decode quantized matmul for row-interleaved 4-, 6- and 8-bit weights
 // (qmm_kernels.h, interleave_rows) with 16-bit integer activations on
 // AVX-512 VNNI.
 //
 // Each lane of the accumulators is one weight row: a unit's bytes as words
-// (4-bit ones zero-extended first), masked or shifted, hold the pairs
-// (k, k + 1) of 16 rows,
+// (4-bit ones zero-extended first, 6-bit ones spread by
+// qmm_avx512_rows_q6.inc), masked or shifted, hold the pairs (k, k + 1) of
+// 16 rows,
 // and one vpdpwssd with a 32-bit broadcast of x's pair adds both products
 // into each row's lane. Per group the integer sums are converted once and
 // multiplied by a vector of 16 rows' scales, and the bias term is one FMA
@@ -35,12 +36,16 @@ namespace {
 
 // clang-format off
 #include "kernels/qmm_avx512_factors.inc"
+#include "kernels/qmm_avx512_rows_q6.inc"
 // clang-format on
 
 constexpr int kRowsPerBlock = 16;
 // 16 rows x 4 k
 template <int Bits>
 constexpr int kUnitBytes = 16 * 4 * Bits / 8;
+// Units per prefetched cache line (a 48-byte unit: one prefetch each).
+template <int Bits>
+constexpr int kUnitsPerLine = 64 / kUnitBytes<Bits>;
 // Weights are asked for this far ahead of their use: with the hardware
 // prefetcher alone, one core streamed ~8 GB/s through this kernel in a
 // decode step, against ~13.5 for a plain sequential read. SmolLM2 decode,
@@ -66,6 +71,11 @@ inline void add_unit(const std::uint8_t* units, int u, const std::int16_t* x, in
         _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit)));
     even = _mm512_dpwssd_epi32(even, _mm512_and_si512(w, _mm512_set1_epi16(0x000F)), pair_at(x, k));
     odd = _mm512_dpwssd_epi32(odd, _mm512_srli_epi16(w, 4), pair_at(x, k + 2));
+  } else if constexpr (Bits == 6) {
+    __m512i pairs_k, pairs_k2;
+    unpack_rows_q6(unit, pairs_k, pairs_k2);
+    even = _mm512_dpwssd_epi32(even, pairs_k, pair_at(x, k));
+    odd = _mm512_dpwssd_epi32(odd, pairs_k2, pair_at(x, k + 2));
   } else {
     const __m512i w = _mm512_loadu_si512(unit);
     even = _mm512_dpwssd_epi32(even, _mm512_and_si512(w, _mm512_set1_epi16(0x00FF)), pair_at(x, k));
@@ -78,7 +88,6 @@ template <int Bits, int Group, ScalarType Type>
 void block_rows(const Problem& p, int block, int m, float* result) {
   const int groups = p.K / Group;
   constexpr int kUnitsPerGroup = Group / 4;
-  constexpr int kUnitsPerLine = 64 / kUnitBytes<Bits>;
   const std::uint8_t* w = p.w + static_cast<std::size_t>(block) * (p.K / 4) * kUnitBytes<Bits>;
   const std::size_t factors = static_cast<std::size_t>(block) * groups * kRowsPerBlock;
   const std::int16_t* x = p.x_i16 + static_cast<std::size_t>(m) * p.k_padded;
@@ -91,10 +100,10 @@ void block_rows(const Problem& p, int block, int m, float* result) {
     __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
     const std::uint8_t* units = w + static_cast<std::size_t>(g) * kUnitsPerGroup * kUnitBytes<Bits>;
     const int k0 = g * Group;
-    for (int u = 0; u < kUnitsPerGroup; u += kUnitsPerLine) {
+    for (int u = 0; u < kUnitsPerGroup; u += kUnitsPerLine<Bits>) {
       _mm_prefetch(reinterpret_cast<const char*>(units + u * kUnitBytes<Bits> + kPrefetchBytes),
                    _MM_HINT_T0);
-      for (int i = 0; i < kUnitsPerLine; ++i)
+      for (int i = 0; i < kUnitsPerLine<Bits>; ++i)
         add_unit<Bits>(units, u + i, x, k0 + 4 * (u + i), even, odd);
     }
     const std::size_t at = factors + static_cast<std::size_t>(g) * kRowsPerBlock;
@@ -149,6 +158,7 @@ void gemv_bits(const Problem& p, int n_begin, int n_end) {
 
 void avx512_vnni_gemv_int16_rows(const Problem& p, int n_begin, int n_end) {
   if (p.bits == 4) return gemv_bits<4>(p, n_begin, n_end);
+  if (p.bits == 6) return gemv_bits<6>(p, n_begin, n_end);
   gemv_bits<8>(p, n_begin, n_end);
 }
 

@@ -192,6 +192,33 @@ void reorder_rows_q8(const std::uint8_t* from, int N, int K, std::uint8_t* to, b
   }
 }
 
+// In MLX's layout, 4 k of a row are 3 bytes (a 24-bit run of the row's bit
+// stream); interleaved, the same 3 bytes sit in the block's unit.
+void reorder_rows_q6(const std::uint8_t* from, int N, int K, std::uint8_t* to, bool interleave) {
+  const int units = K / 4;
+  for (int n = 0; n < N; ++n) {
+    const std::size_t row = static_cast<std::size_t>(n) * K * 3 / 4;
+    const std::size_t lane = (static_cast<std::size_t>(n / 16) * units * 16 + n % 16) * 3;
+    for (int u = 0; u < units; ++u) {
+      const std::size_t in_row = row + 3 * u, in_block = lane + 48 * static_cast<std::size_t>(u);
+      std::memcpy(to + (interleave ? in_block : in_row), from + (interleave ? in_row : in_block),
+                  3);
+    }
+  }
+}
+
+void reorder_rows(int bits, const std::uint8_t* from, int N, int K, std::uint8_t* to,
+                  bool interleave) {
+  switch (bits) {
+    case 4:
+      return reorder_rows_q4(from, N, K, to, interleave);
+    case 6:
+      return reorder_rows_q6(from, N, K, to, interleave);
+    default:
+      return reorder_rows_q8(from, N, K, to, interleave);
+  }
+}
+
 // [N, groups] <-> [N / 16][groups][16] for items of type T.
 template <class T>
 void reorder_factors(const void* from, int N, int groups, void* to, bool interleave) {
@@ -221,18 +248,12 @@ void reorder_factors(const void* from, std::size_t item_bytes, int N, int groups
 
 void interleave_rows(int bits, const std::uint8_t* packed, int N, int K,
                      std::uint8_t* interleaved) {
-  if (bits == 4)
-    reorder_rows_q4(packed, N, K, interleaved, true);
-  else
-    reorder_rows_q8(packed, N, K, interleaved, true);
+  reorder_rows(bits, packed, N, K, interleaved, true);
 }
 
 void deinterleave_rows(int bits, const std::uint8_t* interleaved, int N, int K,
                        std::uint8_t* packed) {
-  if (bits == 4)
-    reorder_rows_q4(interleaved, N, K, packed, false);
-  else
-    reorder_rows_q8(interleaved, N, K, packed, false);
+  reorder_rows(bits, interleaved, N, K, packed, false);
 }
 
 void interleave_factors(const void* factors, std::size_t item_bytes, int N, int groups,

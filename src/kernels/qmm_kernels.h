@@ -49,7 +49,7 @@ struct Problem {
   // which has float32's range); x_half_unscale[m] undoes row m's scaling.
   const std::uint16_t* x_half = nullptr;
   const float* x_half_unscale = nullptr;
-  // 4- or 8-bit weights in the row-interleaved layout (see
+  // 4-, 6- or 8-bit weights in the row-interleaved layout (see
   // interleave_rows) instead of MLX's; read by gemv_int16_rows and
   // gemm_half, whose column ranges then start at multiples of 16. x_i16 is
   // then in natural k order.
@@ -104,7 +104,7 @@ struct IsaKernels {
   // The same for 6-bit weights (AVX-512 VBMI unpacks them) and 8-bit ones.
   void (*gemv_int16_q6)(const Problem& p, int n_begin, int n_end) = nullptr;
   void (*gemv_int16_q8)(const Problem& p, int n_begin, int n_end) = nullptr;
-  // The same for row-interleaved 4- and 8-bit weights.
+  // The same for row-interleaved 4-, 6- and 8-bit weights.
   void (*gemv_int16_rows)(const Problem& p, int n_begin, int n_end) = nullptr;
   // Prefill in half precision (reads x_half): float16 products summed
   // over short runs into float32 on AVX512-FP16, bfloat16 pairs summed in
@@ -149,14 +149,16 @@ int int16_scale_stride(int k_padded, int group_size);
 void quantize_activations_int16(const float* x, int M, int K, int group_size, int k_padded,
                                 bool even_odd, std::int16_t* x_i16, float* x_i16_scales);
 
-// The row-interleaved layout of 4- and 8-bit weights [N, K] (N a multiple
-// of 16): per block of 16 rows and 4 k (k0 .. k0 + 3), a unit of 16 x 4 x
-// bits / 8 bytes, each row's share contiguous. At 4 bits a row's two bytes
-// hold k0 (low nibble) and k0 + 2 (high nibble), then k0 + 1 and k0 + 3:
-// zero-extended to 16-bit lanes and masked, the 32 bytes give the pairs
-// (k0, k0 + 1) of 16 rows; shifted, the pairs (k0 + 2, k0 + 3). At 8 bits
-// a row's four bytes are k0, k0 + 2, k0 + 1, k0 + 3, so the 64 bytes as
-// 16-bit lanes, masked or shifted, give the same pairs with no widening.
+// The row-interleaved layout of 4-, 6- and 8-bit weights [N, K] (N a
+// multiple of 16): per block of 16 rows and 4 k (k0 .. k0 + 3), a unit of
+// 16 x 4 x bits / 8 bytes, each row's share contiguous. At 4 bits a row's
+// two bytes hold k0 (low nibble) and k0 + 2 (high nibble), then k0 + 1 and
+// k0 + 3: zero-extended to 16-bit lanes and masked, the 32 bytes give the
+// pairs (k0, k0 + 1) of 16 rows; shifted, the pairs (k0 + 2, k0 + 3). At 8
+// bits a row's four bytes are k0, k0 + 2, k0 + 1, k0 + 3, so the 64 bytes
+// as 16-bit lanes, masked or shifted, give the same pairs with no
+// widening. At 6 bits a row's three bytes are MLX's for those 4 k
+// (qmm_avx512_rows_q6.inc spreads them to the same pairs).
 // A 32-bit broadcast of x's pair meets them in one vpdpwssd, each lane a
 // row, so a gemv needs no horizontal sums and loads 16 rows' scales at
 // once. Scales and biases go [N / 16][groups][16]. Blocks follow each

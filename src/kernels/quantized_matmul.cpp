@@ -356,6 +356,20 @@ mx::array stock_row_interleaved_matmul(const mx::array& x, const mx::array& w,
     auto low = mx::bitwise_and(bytes, mx::array(0x0F, mx::uint8), s);
     auto high = mx::right_shift(bytes, mx::array(4, mx::uint8), s);
     q = mx::transpose(mx::stack({low, high}, 3, s), {0, 2, 1, 3, 4}, s);  // [N/16, 16, K/4, 2, 2]
+  } else if (bits == 6) {
+    // Bytes (block, unit, row, 0..2) are MLX's 24 bits of k = 4 unit + 0..3.
+    auto bytes = mx::astype(mx::reshape(w, {N / 16, K / 4, 16, 3}, s), mx::uint32, s);
+    auto byte = [&](int i) {
+      return mx::slice(bytes, {0, 0, 0, i}, {N / 16, K / 4, 16, i + 1}, s);
+    };
+    auto run =
+        mx::bitwise_or(byte(0),
+                       mx::bitwise_or(mx::left_shift(byte(1), mx::array(8u, mx::uint32), s),
+                                      mx::left_shift(byte(2), mx::array(16u, mx::uint32), s), s),
+                       s);
+    auto codes = mx::bitwise_and(mx::right_shift(run, mx::array({0u, 6u, 12u, 18u}, mx::uint32), s),
+                                 mx::array(0x3Fu, mx::uint32), s);  // [N/16, K/4, 16, 4]
+    q = mx::transpose(codes, {0, 2, 1, 3}, s);                      // [N/16, 16, K/4, 4]
   } else {
     // Bytes (block, unit, row, 0..3) hold k = 4 unit + 0, 2, 1, 3.
     auto bytes = mx::reshape(w, {N / 16, K / 4, 16, 4}, s);
@@ -384,10 +398,10 @@ void validate(const mx::array& x, const QuantizedWeights& weights, int group_siz
   if (!is_float_dtype(x.dtype()) || x.ndim() < 1)
     reject("x must be float32/bfloat16/float16 [..., K]");
   const bool rows = weights.layout == WeightLayout::row_interleaved;
-  if (rows && (bits == 6 || w.dtype() != mx::uint8 || w.ndim() != 2 || w.shape(0) % 16 != 0))
+  if (rows && (w.dtype() != mx::uint8 || w.ndim() != 2 || w.shape(0) % 16 != 0))
     reject(
-        "row-interleaved weights must be 4- or 8-bit, a 2-D uint8 array [N, K x bits / 8], N a "
-        "multiple of 16");
+        "row-interleaved weights must be a 2-D uint8 array [N, K x bits / 8], N a multiple of "
+        "16");
   if (!rows && (w.dtype() != mx::uint32 || w.ndim() != 2))
     reject("w must be a 2-D uint32 array [N, K * bits / 32]");
   if (!is_float_dtype(scales.dtype()) || biases.dtype() != scales.dtype()) {
@@ -499,14 +513,16 @@ std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision 
 
 bool row_interleaving_pays(int bits, int rows) {
   const qmm::IsaKernels& isa = kernels_for(active_isa());
-  return (bits == 4 || bits == 8) && rows % 16 == 0 && isa.gemv_int16_rows && isa.gemm_half;
+  return (bits == 4 || bits == 6 || bits == 8) && rows % 16 == 0 && isa.gemv_int16_rows &&
+         isa.gemm_half;
 }
 
 QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits) {
-  if ((bits != 4 && bits != 8) || weights.layout != WeightLayout::mlx ||
+  if ((bits != 4 && bits != 6 && bits != 8) || weights.layout != WeightLayout::mlx ||
       weights.w.shape(0) % 16 != 0)
     reject(
-        "to_row_interleaved takes 4- or 8-bit weights in MLX's layout with a multiple of 16 rows");
+        "to_row_interleaved takes 4-, 6- or 8-bit weights in MLX's layout with a multiple of 16 "
+        "rows");
   mx::eval({weights.w, weights.scales, weights.biases});
   const int N = weights.w.shape(0), K = weights.w.shape(1) * 32 / bits, groups = K / group_size;
   const std::size_t row_bytes = static_cast<std::size_t>(K) * bits / 8;

@@ -20,14 +20,27 @@ QuantizedWeights gather_rows(const QuantizedWeights& weights, const mx::array& i
   const auto id = mx::astype(ids, mx::int32);
   const auto block = mx::expand_dims(mx::floor_divide(id, mx::array(16)), -1);
   const auto lane = mx::expand_dims(mx::remainder(id, mx::array(16)), -1);
-  // A row's 4 k of one unit are one word (2 bytes at 4 bits, 4 at 8), the
-  // word of (block, unit, lane) at (block x units + unit) x 16 + lane.
+  // A row's 4 k of one unit are one item (2 bytes at 4 bits, 3 at 6, 4 at
+  // 8), the item of (block, unit, lane) at (block x units + unit) x 16 +
+  // lane.
   auto at = [&](int per_block) {
     const auto offsets = mx::arange(per_block, mx::int32);
     return mx::add(
         mx::multiply(mx::add(mx::multiply(block, mx::array(per_block)), offsets), mx::array(16)),
         lane);
   };
+  const auto factor_at = at(groups);
+  auto factors = [&](const mx::array& all) { return mx::take(mx::flatten(all), factor_at); };
+  if (bits == 6) {
+    // A row's 3 bytes of a unit are MLX's bytes for those 4 k, in order.
+    auto bytes =
+        mx::take(mx::flatten(w), mx::add(mx::expand_dims(mx::multiply(at(units), mx::array(3)), -1),
+                                         mx::arange(3, mx::int32)));
+    auto shape = bytes.shape();
+    shape.pop_back();
+    shape.back() = units * 3;
+    return {mx::view(mx::reshape(bytes, shape), mx::uint32), factors(scales), factors(biases)};
+  }
   const mx::Dtype word = bits == 4 ? mx::uint16 : mx::uint32;
   auto words = mx::take(mx::flatten(mx::view(w, word)), at(units));
   // Within a word the interleaved order swaps the middle two of four
@@ -40,10 +53,7 @@ QuantizedWeights gather_rows(const QuantizedWeights& weights, const mx::array& i
       mx::bitwise_or(mx::bitwise_and(words, mask(low_high)),
                      mx::bitwise_or(mx::left_shift(mx::bitwise_and(words, mask(second)), shift),
                                     mx::bitwise_and(mx::right_shift(words, shift), mask(second))));
-  auto packed = mx::view(words, mx::uint32);
-  const auto factor_at = at(groups);
-  return {packed, mx::take(mx::flatten(scales), factor_at),
-          mx::take(mx::flatten(biases), factor_at)};
+  return {mx::view(words, mx::uint32), factors(scales), factors(biases)};
 }
 
 }  // namespace mlx_cpp::kernels

@@ -96,10 +96,11 @@ void narrow_float32_factors(QuantizedTensor& q) {
   mx::eval(q.scales, q.biases);
 }
 
-// 4-bit projections with a multiple of 16 output rows go row-interleaved
-// where the CPU has the kernels that read that layout: 16 rows per vector
-// lane set, no per-row scale loads or horizontal sums in decode (SmolLM2's
-// 576-wide rows: 1.6-2.5x the weights per second on one core).
+// 4-, 6- and 8-bit projections with a multiple of 16 output rows go
+// row-interleaved where the CPU has the kernels that read that layout: 16
+// rows per vector lane set, no per-row scale loads or horizontal sums in
+// decode (SmolLM2's 576-wide rows: 1.6-2.5x the weights per second on one
+// core).
 void interleave_rows_where_it_pays(QuantizedTensor& q) {
   if (!kernels::row_interleaving_pays(q.params.bits, q.packed.shape(0))) return;
   auto interleaved =

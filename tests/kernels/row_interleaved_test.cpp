@@ -1,4 +1,4 @@
-// Row-interleaved 4- and 8-bit weights (kernels.h, WeightLayout) give the results
+// Row-interleaved 4-, 6- and 8-bit weights (kernels.h, WeightLayout) give the results
 // of the same weights in MLX's layout: under every SIMD level here (those
 // without the interleaved kernels put the weights back in MLX's layout per
 // call), every precision and arithmetic, decode and prefill shapes, groups
@@ -33,7 +33,7 @@ TEST(RowInterleavedWeights, GiveTheResultsOfMlxLayout) {
   ErrorReport report("row-interleaved vs MLX layout, same kernels' settings");
   const mx::Dtype scale_dtypes[] = {mx::float32, mx::bfloat16, mx::float16};
   int seed = 4000;
-  for (int bits : {4, 8}) {
+  for (int bits : {4, 6, 8}) {
     for (int group_size : {32, 64, 128}) {
       for (int K : {128, 384, 576}) {
         if (K % group_size != 0) continue;
@@ -67,7 +67,7 @@ TEST(RowInterleavedWeights, GiveTheResultsOfMlxLayout) {
 }
 
 TEST(RowInterleavedWeights, FallbackDequantizesAsMlx) {
-  for (int bits : {4, 8}) {
+  for (int bits : {4, 6, 8}) {
     auto mlx = mlx_layout(48, 256, 64, mx::bfloat16, 7, bits);
     auto rows = to_row_interleaved(mlx, 64, bits);
     auto x = random_normal({2, 256}, mx::float32, 1.0f, 8);
@@ -91,7 +91,7 @@ TEST(RowInterleavedWeights, FallbackDequantizesAsMlx) {
 }
 
 TEST(RowInterleavedWeights, GatheredRowsAreMlxLayoutRows) {
-  for (int bits : {4, 8}) {
+  for (int bits : {4, 6, 8}) {
     for (int group_size : {32, 128}) {
       auto mlx = mlx_layout(64, 256, group_size, mx::bfloat16, 11 + bits, bits);
       auto rows = to_row_interleaved(mlx, group_size, bits);
@@ -111,8 +111,8 @@ TEST(RowInterleavedWeights, GatheredRowsAreMlxLayoutRows) {
 }
 
 TEST(RowInterleavedWeights, RejectsWhatTheLayoutCannotHold) {
-  auto six_bit = mx::quantize(random_normal({32, 128}, mx::float32, 0.05f, 1), 64, 6);
-  EXPECT_THROW(to_row_interleaved({six_bit[0], six_bit[1], six_bit[2]}, 64, 6),
+  auto three_bit = mx::quantize(random_normal({32, 128}, mx::float32, 0.05f, 1), 64, 3);
+  EXPECT_THROW(to_row_interleaved({three_bit[0], three_bit[1], three_bit[2]}, 64, 3),
                std::invalid_argument);
   auto ragged = mlx_layout(40, 128, 64, mx::float32, 2);  // 40 rows: not a multiple of 16
   EXPECT_THROW(to_row_interleaved(ragged, 64, 4), std::invalid_argument);
