@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/compute_device.h"
 #include "engine/kv_cache_scheme.h"
 #include "engine/speculative/speculative_options.h"
 #include "model/language_model.h"
@@ -21,13 +22,17 @@
 namespace mlx_cpp {
 
 // Prompt tokens per prefill chunk. The stock path takes mlx-lm's 2048, as it
-// must to stay bit-exact with it; the fast path takes 256-token chunks,
-// which bounds the activations a long prompt holds at once (on
+// must to stay bit-exact with it; the fast path on the CPU takes 256-token
+// chunks, which bounds the activations a long prompt holds at once (on
 // SmolLM2-135M, a 512-token prompt peaks 27 MiB lower; docs/benchmarks.md).
+// A GPU needs wide matmuls to fill its cores and has the memory for them:
+// there the fast path keeps 2048 (256-token chunks cost a third of the
+// prefill speed at 2048 tokens on an H200).
 constexpr int kStockPrefillStep = 2048;
-constexpr int kFastPrefillStep = 256;
+constexpr int kFastCpuPrefillStep = 256;
 inline int default_prefill_step(KernelMode kernels) {
-  return kernels == KernelMode::fast ? kFastPrefillStep : kStockPrefillStep;
+  return kernels == KernelMode::fast && !computing_on_gpu() ? kFastCpuPrefillStep
+                                                             : kStockPrefillStep;
 }
 
 struct GenerationOptions {
