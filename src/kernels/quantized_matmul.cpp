@@ -468,11 +468,7 @@ std::vector<mx::array> quantized_matmuls_fast(const mx::array& x,
           return gpu::quantized_matvec_covers(x, q.w, q.scales, group_size, bits, stream);
         });
     if (!own) return fallback(inputs);
-    std::vector<mx::array> outputs;
-    for (const auto& q : weights)
-      outputs.push_back(
-          gpu::quantized_matvec(x, q.w, q.scales, q.biases, group_size, bits, stream));
-    return outputs;
+    return gpu::quantized_matvecs(x, weights, group_size, bits, stream);
   }
   return mx::array::make_arrays(std::move(shapes), dtypes,
                                 std::make_shared<QuantizedMatmulsFast>(

@@ -3,7 +3,8 @@
 // weights, on random inputs of many shapes, widths, groups and dtypes; every
 // row of a call equals that row computed alone (bit for bit); unaligned
 // inputs give the aligned result; one token of each of many sequences runs
-// in blocks, each row its own; quantized_matmul_fast takes the kernel for
+// in blocks, each row its own; several matrices of one x in one launch give
+// each matrix's result alone; quantized_matmul_fast takes the kernel for
 // decode-shaped calls and MLX's op for the rest. Needs a GPU: elsewhere the
 // tests skip and say so (they run in the GPU suite, scripts/gpu/parity).
 #include <gtest/gtest.h>
@@ -148,6 +149,40 @@ TEST(GpuQuantizedMatvec, ManySequencesEachGetTheirRowAlone) {
                                        q.biases, 32, 4, gpu);
     auto same_row = mx::slice(together, {row, 0, 0}, {row + 1, 1, 200});
     EXPECT_TRUE(mx::array_equal(alone, same_row).item<bool>()) << "sequence " << row;
+  }
+}
+
+// Projections of one x in few launches (queries, keys and values of
+// different widths; a fourth matrix and a change of factor dtype start new
+// launches): each output is the bits of that matrix's call alone, for one
+// row and for a batch in blocks.
+TEST(GpuQuantizedMatvec, SeveralMatricesGiveEachMatrixAlone) {
+  MLX_CPP_REQUIRE_GPU();
+  const auto gpu = mx::to_stream(mx::Device::gpu);
+  const std::vector<std::pair<int, mx::Dtype>> matrices = {
+      {256, mx::bfloat16}, {64, mx::bfloat16}, {64, mx::bfloat16},
+      {96, mx::bfloat16},  {40, mx::float32},  {72, mx::bfloat16}};
+  std::vector<Quantized> quantized;
+  std::vector<QuantizedWeights> weights;
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    quantized.push_back(quantize(matrices[i].first, 512, 64, 4, matrices[i].second, 100 + i));
+    weights.push_back({quantized.back().w, quantized.back().scales, quantized.back().biases});
+  }
+  for (const mx::Shape& shape : {mx::Shape{1, 1, 512}, mx::Shape{11, 1, 512}}) {
+    auto x = random_normal(shape, mx::bfloat16, 1.0f, 120 + shape[0]);
+    auto together = gpu::quantized_matvecs(x, weights, 64, 4, gpu);
+    ASSERT_EQ(together.size(), matrices.size());
+    for (std::size_t i = 0; i < matrices.size(); ++i) {
+      const auto& q = quantized[i];
+      auto alone = gpu::quantized_matvec(x, q.w, q.scales, q.biases, 64, 4, gpu);
+      EXPECT_EQ(together[i].shape(), alone.shape()) << "matrix " << i;
+      EXPECT_EQ(together[i].dtype(), alone.dtype()) << "matrix " << i;
+      EXPECT_TRUE(mx::array_equal(together[i], alone).item<bool>())
+          << "matrix " << i << ", " << shape[0] << " rows";
+    }
+    EXPECT_EQ(compare(mx::reshape(together[4], {shape[0], 40}), mx::reshape(x, {shape[0], 512}),
+                      quantized[4]),
+              "");
   }
 }
 

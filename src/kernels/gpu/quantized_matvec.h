@@ -20,9 +20,17 @@
 #include <mlx/array.h>
 #include <mlx/stream.h>
 
+#include <vector>
+
+#include "kernels/kernels.h"
+
 namespace mlx_cpp::kernels::gpu {
 
 inline constexpr int kMaxRows = 8;
+// Matrices one launch computes: projections of one x (queries, keys and
+// values) go in one launch, since a decode step on the GPU is bound by the
+// number of launches more than by their bytes.
+inline constexpr int kMaxMatrices = 3;
 
 // Whether the kernel takes this call: a GPU stream, 4 or 8 bits, group 32,
 // 64 or 128 (so K is a multiple of 32), x of at most kMaxRows rows of K or
@@ -36,5 +44,15 @@ bool quantized_matvec_covers(const mlx::core::array& x, const mlx::core::array& 
 mlx::core::array quantized_matvec(const mlx::core::array& x, const mlx::core::array& w,
                                   const mlx::core::array& scales, const mlx::core::array& biases,
                                   int group_size, int bits, const mlx::core::Stream& stream);
+
+// x @ dequantize(w_i)^T for each of several matrices (MLX's layout, one
+// format: the width, group size and factor dtype of the first) in
+// ceil(count / kMaxMatrices) launches; each output is the bits
+// quantized_matvec gives for that matrix alone. Call only where
+// quantized_matvec_covers holds for every matrix.
+std::vector<mlx::core::array> quantized_matvecs(const mlx::core::array& x,
+                                                const std::vector<QuantizedWeights>& weights,
+                                                int group_size, int bits,
+                                                const mlx::core::Stream& stream);
 
 }  // namespace mlx_cpp::kernels::gpu
