@@ -1,5 +1,7 @@
 // gated_activation_fast: act(gate) * up in one pass, float32 inside, instead
 // of three or more element-wise ops (each a pass over memory) stock.
+#include "kernels/gpu/gated_activation.h"
+
 #include <mlx/ops.h>
 
 #include <cmath>
@@ -91,7 +93,10 @@ mx::array gated_activation_fast(const mx::array& gate, const mx::array& up,
     return std::vector<mx::array>{stock_gated_activation(in[0], in[1], activation, s)};
   };
   auto stream = mx::to_stream(s);
-  if (stream.device != mx::Device::cpu) return fallback({gate, up})[0];
+  if (stream.device != mx::Device::cpu)
+    return gpu::gated_activation_covers(gate, up, stream)
+               ? gpu::gated_activation(gate, up, activation, stream)
+               : fallback({gate, up})[0];
   return mx::array(gate.shape(), mx::promote_types(gate.dtype(), up.dtype()),
                    std::make_shared<GatedActivationFast>(stream, fallback, activation), {gate, up});
 }

@@ -169,10 +169,32 @@ mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array 
                                                            mode, mask_array);
     return cast_queries ? mx::astype(attended, result_type) : attended;
   }
-  return kernels == KernelMode::fast ? kernels::attention_fast(rotated, all_keys, all_values, scale,
-                                                               mode == "causal", mask_array)
-                                     : mx::fast::scaled_dot_product_attention(
-                                           rotated, all_keys, all_values, scale, mode, mask_array);
+  if (kernels != KernelMode::fast)
+    return mx::fast::scaled_dot_product_attention(rotated, all_keys, all_values, scale, mode,
+                                                  mask_array);
+  if (!mask_array && !ring_newest_first)
+    if (auto attended = attend_in_place(rotated, cache)) return *attended;
+  return kernels::attention_fast(rotated, all_keys, all_values, scale, mode == "causal",
+                                 mask_array);
+}
+
+std::optional<mx::array> Attention::attend_in_place(const mx::array& queries,
+                                                    const KvCache& cache) const {
+  // One new token of one sequence on the GPU sees its whole cache (a causal
+  // mask hides nothing from the newest position): the own decode attention
+  // reads the cache's storage as it is, where the fetched view would be
+  // copied contiguous first (two more launches a layer).
+  if (mx::default_device() != mx::Device::gpu || queries.shape(0) != 1 || queries.shape(2) != 1 ||
+      cache.window())
+    return std::nullopt;
+  const auto storage = cache.storage();
+  if (!storage) return std::nullopt;
+  const std::vector<mx::array> keys{storage->first}, values{storage->second};
+  const std::vector<int> lengths{cache.offset()};
+  const auto stream = mx::to_stream(mx::default_device());
+  if (!kernels::gpu::decode_attention_covers(queries, keys, values, lengths, stream))
+    return std::nullopt;
+  return kernels::gpu::decode_attention(queries, keys, values, lengths, scale, stream);
 }
 
 mx::array Attention::output(const mx::array& attended, const RowAdapters& adapters) const {

@@ -74,6 +74,11 @@ struct Attention {
   // no cache touched, where it does not apply.
   std::optional<mlx::core::array> attend_rows_at_once(const Heads& heads,
                                                       const LayerRows& rows) const;
+  // One sequence's one new token on the GPU's fast path, over its cache's
+  // storage in place (the cache already updated); nullopt where that does
+  // not apply.
+  std::optional<mlx::core::array> attend_in_place(const mlx::core::array& queries,
+                                                  const KvCache& cache) const;
   // [B, heads, L, head_dim] → [B, L, hidden]
   mlx::core::array output(const mlx::core::array& attended, const RowAdapters& adapters) const;
 };

@@ -159,9 +159,9 @@ TEST(GpuQuantizedMatvec, ManySequencesEachGetTheirRowAlone) {
 TEST(GpuQuantizedMatvec, SeveralMatricesGiveEachMatrixAlone) {
   MLX_CPP_REQUIRE_GPU();
   const auto gpu = mx::to_stream(mx::Device::gpu);
-  const std::vector<std::pair<int, mx::Dtype>> matrices = {
-      {256, mx::bfloat16}, {64, mx::bfloat16}, {64, mx::bfloat16},
-      {96, mx::bfloat16},  {40, mx::float32},  {72, mx::bfloat16}};
+  const std::vector<std::pair<int, mx::Dtype>> matrices = {{256, mx::bfloat16}, {64, mx::bfloat16},
+                                                           {64, mx::bfloat16},  {96, mx::bfloat16},
+                                                           {40, mx::float32},   {72, mx::bfloat16}};
   std::vector<Quantized> quantized;
   std::vector<QuantizedWeights> weights;
   for (std::size_t i = 0; i < matrices.size(); ++i) {

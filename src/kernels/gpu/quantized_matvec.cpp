@@ -122,8 +122,8 @@ std::string kernel_source(int count) {
     const auto at = std::to_string(i);
     // Whole warps only: n is the same in every lane.
     source += "  if (n < N" + at + ") {\n    quantized_matvec_column<T, S, O, K, MAX_ROWS, " +
-              "GROUP_SIZE, BITS>(x, rows, w" + at + ", scales" + at + ", biases" + at + ", y" +
-              at + ", N" + at + ", n);\n    return;\n  }\n  n -= N" + at + ";\n";
+              "GROUP_SIZE, BITS>(x, rows, w" + at + ", scales" + at + ", biases" + at + ", y" + at +
+              ", N" + at + ", n);\n    return;\n  }\n  n -= N" + at + ";\n";
   }
   return source;
 }
@@ -190,8 +190,8 @@ std::vector<mx::array> quantized_matvecs(const mx::array& x,
       std::vector<mx::array> inputs{block};
       std::vector<mx::Shape> shapes;
       std::vector<std::pair<std::string, mx::fast::TemplateArg>> constants{
-          {"K", K},       {"MAX_ROWS", max_rows}, {"GROUP_SIZE", group_size},
-          {"BITS", bits}, {"T", x.dtype()},       {"S", factors},
+          {"K", K},        {"MAX_ROWS", max_rows}, {"GROUP_SIZE", group_size},
+          {"BITS", bits},  {"T", x.dtype()},       {"S", factors},
           {"O", out_dtype}};
       int columns = 0;
       for (auto i = start; i < end; ++i) {
