@@ -291,6 +291,11 @@ void register_serve_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{900}));
   command
+      ->add_option("--max-connections-per-client", config.max_connections_per_client,
+                   "Connections open at once from one address (429 beyond; 0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{0}, size_t{900}));
+  command
       ->add_option("--header-timeout", args->header_timeout_seconds,
                    "Seconds a request's header may take to arrive, from the connection's opening "
                    "or its previous answer (idle connections close then)")

@@ -1,5 +1,7 @@
 #include "server/connection_gate.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -26,6 +28,8 @@ std::string canned(int status, const char* reason, const char* message, const ch
 
 const std::string kTooManyConnections = canned(
     503, "Service Unavailable", "too many open connections; try again later", "server_overloaded");
+const std::string kTooManyFromClient = canned(
+    429, "Too Many Requests", "too many open connections from this address", "rate_limit_error");
 const std::string kHeaderTimeout = canned(
     408, "Request Timeout", "the request header did not arrive in time", "invalid_request_error");
 const std::string kHeaderTooLarge =
@@ -37,6 +41,22 @@ void close_socket(int socket, const std::string* response) {
     (void)::send(socket, response->data(), response->size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   ::shutdown(socket, SHUT_RDWR);
   ::close(socket);
+}
+
+// The peer's address without its port ("" when unknown: such connections
+// share one count).
+std::string peer_address(int socket) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  if (::getpeername(socket, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* raw = nullptr;
+  if (address.ss_family == AF_INET)
+    raw = &reinterpret_cast<const sockaddr_in*>(&address)->sin_addr;
+  else if (address.ss_family == AF_INET6)
+    raw = &reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr;
+  if (!raw || !::inet_ntop(address.ss_family, raw, text, sizeof(text))) return "";
+  return text;
 }
 
 // Where the header block ends (after its blank line), or 0.
@@ -77,17 +97,28 @@ size_t ConnectionGate::open_connections() const {
 void ConnectionGate::admit(int socket) {
   auto connection = std::make_unique<Connection>();
   connection->socket = socket;
+  connection->client = peer_address(socket);
   connection->deadline = std::chrono::steady_clock::now() + limits_.header_timeout;
+  const std::string* refusal = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!stopping_ && open_ < limits_.max_connections) {
+    auto& from_client = open_per_client_[connection->client];
+    if (stopping_) {
+      refusal = nullptr;
+    } else if (open_ >= limits_.max_connections) {
+      refusal = &kTooManyConnections;
+    } else if (limits_.max_connections_per_client > 0 &&
+               from_client >= limits_.max_connections_per_client) {
+      refusal = &kTooManyFromClient;
+    } else {
       ++open_;
+      ++from_client;
       arriving_.push_back(std::move(connection));
-      connection = nullptr;
     }
+    if (connection && from_client == 0) open_per_client_.erase(connection->client);
   }
   if (connection) {
-    close_socket(socket, stopping() ? nullptr : &kTooManyConnections);
+    close_socket(socket, refusal);
     return;
   }
   wake_watcher();
@@ -119,6 +150,8 @@ void ConnectionGate::close(std::unique_ptr<Connection> connection, Closing why) 
   close_socket(connection->socket, response);
   std::lock_guard<std::mutex> lock(mutex_);
   --open_;
+  const auto client = open_per_client_.find(connection->client);
+  if (client != open_per_client_.end() && --client->second == 0) open_per_client_.erase(client);
 }
 
 bool ConnectionGate::read_waiting(Connection& connection) {

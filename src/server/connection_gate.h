@@ -9,7 +9,9 @@
 //   - only then does a worker serve it (`Serve`), reading the body through
 //     a SocketStream with its own deadline and byte cap;
 //   - a kept-alive connection comes back here between requests;
-//   - past `max_connections` a new connection gets a 503 and is closed.
+//   - past `max_connections` a new connection gets a 503 and is closed;
+//     past `max_connections_per_client` from one address, a 429, so that
+//     one client cannot take every connection of the server.
 // stop() closes every waiting connection at once and makes body reads
 // give up, so that connected clients cannot hold the process open.
 #include <chrono>
@@ -21,12 +23,14 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace mlx_cpp::server {
 
 struct GateLimits {
   size_t max_connections = 512;
+  size_t max_connections_per_client = 128;  // from one address; 0: no limit
   std::chrono::milliseconds header_timeout{10000};
   std::chrono::milliseconds body_timeout{60000};   // a request body, whole
   std::chrono::milliseconds write_timeout{10000};  // one write to a client that reads nothing
@@ -37,6 +41,7 @@ struct GateLimits {
 // One client connection: its socket and what was read but not consumed.
 struct Connection {
   int socket = -1;
+  std::string client;  // the peer's address, without its port
   std::string buffered;
   size_t header_end = 0;  // bytes of `buffered` up to and with the blank line
   std::chrono::steady_clock::time_point deadline;
@@ -88,6 +93,7 @@ class ConnectionGate {
   std::vector<std::unique_ptr<Connection>> arriving_;  // admitted or returned, not yet watched
   std::deque<std::unique_ptr<Connection>> ready_;      // a header is in, waiting for a worker
   size_t open_ = 0;
+  std::unordered_map<std::string, size_t> open_per_client_;
   bool stopping_ = false;
 
   std::thread watcher_;

@@ -204,6 +204,7 @@ HttpServer::HttpServer(ServerConfig config, EngineThread& engine)
       context_(new RouteContext{config_, engine_, metrics_}) {
   GateLimits limits;
   limits.max_connections = config_.max_connections;
+  limits.max_connections_per_client = config_.max_connections_per_client;
   limits.header_timeout = config_.header_timeout;
   limits.body_timeout = config_.body_timeout;
   limits.max_body_bytes = config_.max_body_bytes;

@@ -25,10 +25,12 @@ struct ServerConfig {
   std::string cors_origin;           // empty: no CORS headers
   size_t max_queue = 32;             // requests waiting or running before 503
   size_t max_body_bytes = 8u << 20;  // raw bytes after the header, chunked framing included
-  // Connections open at once, idle ones included (503 beyond); a request's
+  // Connections open at once, idle ones included (503 beyond; 429 beyond
+  // the count from one address); a request's
   // header must arrive within header_timeout of the connection's opening
   // or of its previous answer, and its body within body_timeout.
   size_t max_connections = 512;
+  size_t max_connections_per_client = 128;  // from one address; 0: no limit
   std::chrono::milliseconds header_timeout{10000};
   std::chrono::milliseconds body_timeout{60000};
   bool log_requests = true;

@@ -4,7 +4,8 @@
     /health and generations keep answering, and each trickler is cut at the
     header timeout with a 408;
   - idle connections past --max-connections get a 503, and the server
-    serves again once they are gone;
+    serves again once they are gone; past --max-connections-per-client
+    from one address a 429, while another address is still served;
   - gzip and deflate bodies: 415 without inflating; chunked bodies and
     bodies without a length past --max-body-bytes: 413 once the cap is
     read, never more; an oversize Content-Length: 413 before any of it;
@@ -130,6 +131,42 @@ def check_connection_cap(checks, mlx_cpp, directory):
         checks.check("the idle connections gone, it serves again", code == 200, str(code))
 
 
+def connect_from(server, source):
+    """A connection to the server from the loopback address `source`."""
+    connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    connection.settimeout(30)
+    connection.bind((source, 0))
+    connection.connect(("127.0.0.1", server.port))
+    return connection
+
+
+def check_per_client_cap(checks, mlx_cpp, directory):
+    # Listening on every address, so that a second loopback address
+    # (127.0.0.2) is a second client.
+    with Server(mlx_cpp, directory, "--host", "0.0.0.0", "--max-connections-per-client", "5",
+                "--header-timeout", "30", "--quiet") as server:
+        idle = [connect_from(server, "127.0.0.1") for _ in range(5)]
+        time.sleep(0.5)
+        with connect_from(server, "127.0.0.1") as extra:
+            extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = read_answer(extra)
+        checks.check("past --max-connections-per-client: 429 with an error body",
+                     status_of(answer) == 429 and b'"error"' in answer, answer[:200])
+        with connect_from(server, "127.0.0.2") as other:
+            other.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = read_answer(other)
+        checks.check("another address is still served", status_of(answer) == 200, answer[:200])
+        idle.pop().close()
+        time.sleep(0.5)
+        with connect_from(server, "127.0.0.1") as again:
+            again.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = read_answer(again)
+        checks.check("one of its connections closed, the address is served again",
+                     status_of(answer) == 200, answer[:200])
+        for connection in idle:
+            connection.close()
+
+
 def check_bodies(checks, server):
     chat = json.dumps(CHAT).encode()
     for encoding, packed in (("gzip", gzip.compress(chat)), ("deflate", zlib.compress(chat))):
@@ -245,6 +282,7 @@ def main():
     checks = Checks()
     check_slow_clients(checks, mlx_cpp, directory)
     check_connection_cap(checks, mlx_cpp, directory)
+    check_per_client_cap(checks, mlx_cpp, directory)
     with Server(mlx_cpp, directory, "--max-body-bytes", "65536", "--quiet") as server:
         check_bodies(checks, server)
         check_keep_alive(checks, server)
