@@ -188,6 +188,15 @@ mlx::core::array gated_activation_fast(const mlx::core::array& gate, const mlx::
                                        GatedActivation activation,
                                        mlx::core::StreamOrDevice s = {});
 
+// x @ w.T for float32 x [..., in] and w [out, in], through an optimized BLAS
+// (OpenBLAS, opened at run time) where the machine has one; otherwise, and
+// for other dtypes or devices, the stock matmul. Another summation order
+// than the stock op's: the fast path's, not bit-exact.
+mlx::core::array dense_matmul_fast(const mlx::core::array& x, const mlx::core::array& w,
+                                   mlx::core::StreamOrDevice s = {});
+// Whether the optimized BLAS was found.
+bool dense_matmul_available();
+
 // Low-rank updates of a projection's output (LoRA adapters): with x and y
 // seen as rows [N, in] and [N, out] (the last axis against the others),
 // each term adds scale · (x_row @ a) @ b to the rows [row_begin, row_end)

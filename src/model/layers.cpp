@@ -157,6 +157,11 @@ mx::array Linear::base(const mx::array& x) const {
     auto y = quantized_projection(x, *quantized_, kernels_);
     return bias_ ? mx::add(y, *bias_) : y;
   }
+  // Float32 weights on the fast path: an optimized BLAS's sgemm.
+  if (cpu_kernels_read(kernels_) && dense_->dtype() == mx::float32 && x.dtype() == mx::float32) {
+    auto y = kernels::dense_matmul_fast(x, *dense_);
+    return bias_ ? mx::add(y, *bias_) : y;
+  }
   // mlx.nn.Linear: addmm(bias, x, W.T) with a bias, x @ W.T without.
   if (bias_) return mx::addmm(*bias_, x, mx::transpose(*dense_));
   return mx::matmul(x, mx::transpose(*dense_));
