@@ -19,5 +19,6 @@ void register_inspect_command(CLI::App& app);
 void register_cache_prompt_command(CLI::App& app);
 void register_fuse_command(CLI::App& app);
 void register_lora_command(CLI::App& app);
+void register_embed_command(CLI::App& app);
 
 }  // namespace mlx_cpp::cli

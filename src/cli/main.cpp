@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   mlx_cpp::cli::register_cache_prompt_command(app);
   mlx_cpp::cli::register_fuse_command(app);
   mlx_cpp::cli::register_lora_command(app);
+  mlx_cpp::cli::register_embed_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

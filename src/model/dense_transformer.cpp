@@ -112,7 +112,8 @@ Attention::Heads Attention::prepare(const mx::array& queries, mx::array keys, mx
     rotated = (*q_norm)(rotated);
     keys = (*k_norm)(keys);
   }
-  if (plain() && kernels == KernelMode::fast && keys.dtype() == mx::float32) {
+  if (plain() && kernels == KernelMode::fast && half_keys_on_fast_path &&
+      keys.dtype() == mx::float32) {
     // The fast path keeps float32 keys and values as float16, as llama.cpp's
     // default cache does: half the cache memory and bandwidth for 2^-11
     // relative rounding (the fidelity tests bound the logits).
@@ -418,6 +419,7 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
     attention.rope.input_scale = rope.input_scale;
   attention.rope.fast_kernel = kernels_ == KernelMode::fast;
   attention.kernels = kernels_;
+  attention.half_keys_on_fast_path = !spec_.bidirectional;
   attention.num_heads = spec_.num_heads;
   attention.num_kv_heads = spec_.num_kv_heads;
   attention.scale = spec_.attention_scale;
@@ -593,6 +595,36 @@ mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches,
     h = layers_[i](h, mask, *caches[i], adapters);
   }
   return head(h, adapters);
+}
+
+mx::array DenseTransformer::hidden_states(const mx::array& tokens) const {
+  if (tokens.ndim() != 2) throw std::invalid_argument("[hidden_states] tokens must be [B, L]");
+  const auto adapters = RowAdapters::single(nullptr);
+  auto h = embed(tokens);
+  const int length = tokens.shape(1);
+  AttentionMask global_mask, sliding_mask;
+  if (spec_.bidirectional) {
+    // Everything attends to everything, a sliding layer within its window
+    // on both sides (no mask needed while the window covers the sequence).
+    if (spec_.sliding_window && length > *spec_.sliding_window) {
+      auto positions = mx::arange(length);
+      auto distance =
+          mx::abs(mx::subtract(mx::expand_dims(positions, 1), mx::expand_dims(positions, 0)));
+      sliding_mask = {AttentionMask::Kind::array,
+                      mx::less(distance, mx::array(*spec_.sliding_window))};
+    }
+  } else {
+    const StandardKvCache empty;
+    global_mask = empty.make_mask(length, std::nullopt);
+    sliding_mask = empty.make_mask(length, spec_.sliding_window);
+  }
+  // Fresh full-length caches: the keys of the whole sequence, whatever the
+  // layer's window (the mask bounds what a sliding layer sees).
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    StandardKvCache cache;
+    h = layers_[i](h, layers_[i].sliding ? sliding_mask : global_mask, cache, adapters);
+  }
+  return (*final_norm_)(h);
 }
 
 mx::array DenseTransformer::forward_batch(const mx::array& tokens,

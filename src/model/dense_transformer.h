@@ -42,6 +42,9 @@ struct Attention {
   int num_heads = 0, num_kv_heads = 0;
   float scale = 1.0f;
   KernelMode kernels = KernelMode::stock;  // fast: own attention kernel (decode and prefill)
+  // The fast path's float16 keys and values (a cache's memory); an encoder
+  // keeps no cache and keeps float32.
+  bool half_keys_on_fast_path = true;
 
   // x: [B, L, hidden] → [B, L, hidden]
   mlx::core::array operator()(const mlx::core::array& x, const AttentionMask& mask, KvCache& cache,
@@ -129,6 +132,8 @@ class DenseTransformer : public LanguageModel {
   mlx::core::array forward_batch(const mlx::core::array& tokens,
                                  const ForwardBatch& batch) const override;
   CacheList make_caches() const override;
+  mlx::core::array hidden_states(const mlx::core::array& tokens) const override;
+  bool bidirectional() const override { return spec_.bidirectional; }
   std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files,
                                                    const std::string& name) const override;
   const AdapterSites& adapter_sites() const override { return adapter_sites_; }

@@ -31,6 +31,14 @@ class LanguageModel {
   virtual mlx::core::array forward_batch(const mlx::core::array& tokens,
                                          const ForwardBatch& batch) const = 0;
   virtual CacheList make_caches() const = 0;
+  // tokens: int32 [B, L], whole sequences → the final-normed hidden states
+  // [B, L, hidden], with no cache: each token attends as the model's
+  // attention does (both ways in an encoder, to the left otherwise). What
+  // embeddings are pooled from.
+  virtual mlx::core::array hidden_states(const mlx::core::array& tokens) const = 0;
+  // An encoder: its attention reads both ways, so it makes hidden states
+  // for embeddings and cannot generate text.
+  virtual bool bidirectional() const { return false; }
   // An adapter directory's tensors placed on this model's projections
   // (model/adapter_binding.h), under `name`; throws Error when they do not
   // fit it.

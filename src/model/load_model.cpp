@@ -52,6 +52,10 @@ LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions
   auto quantization = QuantizationConfig::from_model_config(loaded.config);
   auto weights = WeightStore::from_directory(directory);
   weights.strip_prefix("language_model.");
+  // transformers saves a bare base model (an encoder ships without a head)
+  // without the "model." its decoder's tensor names carry.
+  if (weights.contains("embed_tokens.weight") && !weights.contains("model.embed_tokens.weight"))
+    weights.rename([](const std::string& name) { return "model." + name; });
   if (!spec.weight_names.empty()) {
     auto rename = [&spec](const std::string& name) {
       return rewrite_name(name, spec.weight_names);

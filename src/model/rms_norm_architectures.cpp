@@ -246,6 +246,17 @@ TransformerSpec mimo(const ConfigReader& config) {
   return spec;
 }
 
+// EmbeddingGemma: gemma3_text as an encoder, transcribed from transformers'
+// Gemma3TextModel (mlx-lm has no encoder to follow): a sliding layer sees
+// the tokens less than sliding_window / 2 + 1 away on both sides, and the
+// embedding factor stays in the weights' dtype (no bfloat16 rounding).
+void bidirectional_gemma3(const ConfigReader& config, TransformerSpec& spec) {
+  spec.bidirectional = true;
+  spec.embedding_scale_in_bf16 = false;
+  sliding_layers_from_layer_types(config, spec);
+  spec.sliding_window = spec.sliding_window.value_or(512) / 2 + 1;
+}
+
 TransformerSpec gemma3_text(const ConfigReader& config) {
   TransformerSpec spec;
   spec.hidden_size = config.int_or("hidden_size", 1152);
@@ -272,6 +283,7 @@ TransformerSpec gemma3_text(const ConfigReader& config) {
   int pattern = config.int_or("sliding_window_pattern", 6);
   spec.layer_is_sliding.resize(spec.num_layers);
   for (int i = 0; i < spec.num_layers; ++i) spec.layer_is_sliding[i] = (i + 1) % pattern != 0;
+  if (config.bool_or("use_bidirectional_attention", false)) bidirectional_gemma3(config, spec);
   return spec;
 }
 

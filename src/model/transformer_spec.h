@@ -206,6 +206,11 @@ struct TransformerSpec {
   std::vector<bool> layer_is_sliding;  // one entry per layer
   std::vector<bool> layer_uses_rope;   // one entry per layer (smollm3: some have none)
   std::optional<int> sliding_window;
+  // An encoder (EmbeddingGemma): every token attends both ways, a sliding
+  // layer to the tokens less than sliding_window away on either side. It
+  // makes hidden states for embeddings (LanguageModel::hidden_states), not
+  // text.
+  bool bidirectional = false;
 
   // Mixture of experts: the routed MLP of the layers marked in
   // layer_is_moe (the others keep the dense MLP).

@@ -42,6 +42,19 @@ class Backend {
                                   const nlohmann::ordered_json& tools,
                                   const nlohmann::ordered_json& template_kwargs) const = 0;
 
+  // Embeddings (docs/server.md): an embedding model's vector size, 0 for a
+  // model that generates text (which then makes no embeddings).
+  virtual int embedding_dimension() const { return 0; }
+  // A text's ids as the embedding model reads them, its named prompt
+  // ("": none) before it (thread-safe).
+  virtual std::vector<int> embedding_ids(const std::string&, const std::string&) const {
+    throw Error("this model makes no embeddings");
+  }
+  // Engine thread only: the embedding of one input's ids.
+  virtual std::vector<float> embed(const std::vector<int>&) {
+    throw Error("this model makes no embeddings");
+  }
+
   // Engine thread only. submit throws mlx_cpp::Error for a request it
   // refuses (nothing is queued then); otherwise exactly one of the sink's
   // on_finish / on_error is called later, from step().

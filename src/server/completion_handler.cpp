@@ -194,6 +194,9 @@ std::shared_ptr<const grammar::CompiledGrammar> compile_request_grammar(
 void serve_generation(RouteContext& context, httplib::Response& response, const ModelInfo& model,
                       CompletionRequest request, const ShapeMaker& make_shape,
                       std::chrono::steady_clock::time_point arrival) {
+  if (model.embedding_dimension > 0)
+    throw invalid_request("model '" + model.id +
+                          "' is an embedding model: it answers POST /v1/embeddings only");
   const Backend* backend = context.engine.backend();
   if (!backend) throw ApiError(503, "unavailable_error", "the model is still loading");
   try {

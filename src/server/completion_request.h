@@ -24,6 +24,7 @@ struct ModelInfo {
   bool draft_model = false;             // a draft model is loaded beside it
   chat::OutputFormat output_format;     // how its answers are parsed
   nlohmann::ordered_json architecture;  // model_type, tier, mixture_of_experts
+  int embedding_dimension = 0;          // an embedding model's; 0: one that generates text
 };
 
 enum class Endpoint { chat, completion };

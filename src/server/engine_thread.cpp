@@ -80,7 +80,8 @@ bool EngineThread::load_backend() {
                    static_cast<long long>(std::time(nullptr)),
                    backend->has_draft_model(),
                    backend->output_format(),
-                   backend->architecture()};
+                   backend->architecture(),
+                   backend->embedding_dimension()};
     std::lock_guard lock(mutex_);
     backend_ = std::move(backend);
     ready_backend_.store(backend_.get());

@@ -79,6 +79,9 @@ void handle_metrics(RouteContext& context, httplib::Response& response);
 void handle_stats(RouteContext& context, httplib::Response& response);
 // POST /admin/cache/flush: every cached prompt written to the SSD cache.
 void handle_cache_flush(RouteContext& context, httplib::Response& response);
+// OpenAI's POST /v1/embeddings (embeddings_handler.cpp).
+void handle_embeddings(RouteContext& context, const httplib::Request& request,
+                       httplib::Response& response);
 // Adapters (adapter_handlers.cpp).
 void handle_list_adapters(RouteContext& context, httplib::Response& response);
 void handle_available_adapters(RouteContext& context, httplib::Response& response);

@@ -11,6 +11,9 @@ void register_routes(httplib::Server& http, RouteContext& context) {
   http.Post("/v1/completions", guarded([ctx](const auto& request, auto& response) {
               handle_completion(*ctx, request, response, Endpoint::completion);
             }));
+  http.Post("/v1/embeddings", guarded([ctx](const auto& request, auto& response) {
+              handle_embeddings(*ctx, request, response);
+            }));
   http.Post("/v1/messages", anthropic_route(context, /*count_tokens=*/false));
   http.Post("/v1/messages/count_tokens", anthropic_route(context, /*count_tokens=*/true));
   http.Post("/v1/responses", guarded([ctx](const auto& request, auto& response) {

@@ -137,6 +137,8 @@ def main():
                          '{"messages": [{"role": "user", "content": "hi"}], '
                          '"chat_template_kwargs": {"x": ' + deep + '}}'), 400)
         still_serving(checks, server, "a body nested too deep")
+        check_error(checks, "embeddings from a model that generates text",
+                    post("/v1/embeddings", {"input": "hi"}), 400, "model")
         check_error(checks, "unknown route", server.request("GET", "/v1/engines", headers=AUTH),
                     404)
         long_prompt = {"messages": [{"role": "user", "content": "word " * 400}]}
