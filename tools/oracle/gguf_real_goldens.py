@@ -47,6 +47,8 @@ def main():
     registry = json.loads(registry_path.read_text()) if registry_path.exists() else {}
     manifest = {"cache": str(cache_root()), "models": []}
     for name, record in sorted(registry.items()):
+        if not record["gguf"].endswith(".gguf"):
+            continue  # a zipped checkpoint (an embedding model): nothing to dequantize
         reader = gguf.GGUFReader(record["gguf"])
         tensors = [{"name": t.name, "type": int(t.tensor_type), "type_name": t.tensor_type.name,
                     "shape": [int(d) for d in reversed(t.shape)], "sha256": tensor_digest(t)}
