@@ -73,10 +73,8 @@ void run_embed(const EmbedArguments& args) {
   }
   if (args.dimensions)
     shorten_embedding(std::vector<float>(runtime->dimension()), *args.dimensions);
-  for (const auto& ids : inputs) {
-    auto embedding = runtime->embed(ids);
+  for (const auto& embedding : runtime->embed_all(inputs))
     print_embedding(args.dimensions ? shorten_embedding(embedding, *args.dimensions) : embedding);
-  }
   std::fflush(stdout);
   std::chrono::duration<double> load_time = loaded - start;
   std::chrono::duration<double> compute = std::chrono::steady_clock::now() - loaded;

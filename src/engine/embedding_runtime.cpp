@@ -3,6 +3,7 @@
 #include <mlx/ops.h>
 #include <mlx/transforms.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "io/error.h"
@@ -13,6 +14,11 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace mx = mlx::core;
+
+// Positions (rows x the longest row) of one forward: large enough that a
+// projection's matrix product runs on many rows, small enough to bound the
+// attention scores' memory.
+constexpr std::size_t kGroupTokens = 2048;
 
 }  // namespace
 
@@ -65,7 +71,7 @@ std::vector<int> EmbeddingRuntime::tokenize(const std::string& text,
   return tokenizer_->encode(prompt + text, /*add_special_tokens=*/true);
 }
 
-std::vector<float> EmbeddingRuntime::embed(const std::vector<int>& ids) const {
+void EmbeddingRuntime::check_input(const std::vector<int>& ids) const {
   if (ids.empty()) throw Error("an input to embed is empty");
   if (static_cast<int>(ids.size()) > max_tokens_)
     throw Error("an input of " + std::to_string(ids.size()) + " tokens is longer than the " +
@@ -75,11 +81,54 @@ std::vector<float> EmbeddingRuntime::embed(const std::vector<int>& ids) const {
     if (id < 0 || id >= vocab)
       throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
                   std::to_string(vocab - 1) + ")");
-  auto tokens = mx::array(ids.data(), {1, static_cast<int>(ids.size())}, mx::int32);
-  auto vector = head_(loaded_.model->hidden_states(tokens));
-  mx::eval(vector);
-  const float* data = vector.data<float>();
-  return {data, data + vector.size()};
+}
+
+std::vector<float> EmbeddingRuntime::embed(const std::vector<int>& ids) const {
+  return embed_all({ids}).front();
+}
+
+std::vector<std::vector<float>> EmbeddingRuntime::embed_all(
+    const std::vector<std::vector<int>>& inputs) const {
+  for (const auto& ids : inputs) check_input(ids);
+  // Shortest first; a group grows while its padding stays under a quarter
+  // of its tokens and it holds at most kGroupTokens positions.
+  std::vector<std::size_t> order(inputs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return inputs[a].size() < inputs[b].size();
+  });
+  std::vector<std::vector<float>> embeddings(inputs.size());
+  for (std::size_t begin = 0; begin < order.size();) {
+    std::size_t end = begin + 1, real_tokens = inputs[order[begin]].size();
+    while (end < order.size()) {
+      const std::size_t longest = inputs[order[end]].size();
+      const std::size_t positions = longest * (end - begin + 1);
+      if (positions > kGroupTokens || 4 * (positions - real_tokens - longest) > positions) break;
+      real_tokens += longest;
+      ++end;
+    }
+    const int rows = static_cast<int>(end - begin);
+    const int length = static_cast<int>(inputs[order[end - 1]].size());
+    std::vector<int> padded(static_cast<std::size_t>(rows) * length, 0), lengths;
+    for (int row = 0; row < rows; ++row) {
+      const auto& ids = inputs[order[begin + row]];
+      std::copy(ids.begin(), ids.end(), padded.begin() + static_cast<std::ptrdiff_t>(row) * length);
+      lengths.push_back(static_cast<int>(ids.size()));
+    }
+    auto hidden =
+        loaded_.model->hidden_states(mx::array(padded.data(), {rows, length}, mx::int32), lengths);
+    std::vector<mx::array> vectors;
+    for (int row = 0; row < rows; ++row)
+      vectors.push_back(
+          head_(mx::slice(hidden, {row, 0, 0}, {row + 1, lengths[row], hidden.shape(2)})));
+    mx::eval(vectors);
+    for (int row = 0; row < rows; ++row) {
+      const float* data = vectors[row].data<float>();
+      embeddings[order[begin + row]].assign(data, data + vectors[row].size());
+    }
+    begin = end;
+  }
+  return embeddings;
 }
 
 std::vector<float> shorten_embedding(const std::vector<float>& embedding, int dimensions) {

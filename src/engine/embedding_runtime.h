@@ -33,6 +33,12 @@ class EmbeddingRuntime {
   // it is empty, longer than max_tokens() or holds an id outside the
   // vocabulary. Compute: one thread at a time.
   std::vector<float> embed(const std::vector<int>& ids) const;
+  // Many inputs' embeddings, in input order: inputs of similar lengths go
+  // through one forward together (padded on the right, the padding masked
+  // and left out of the pooling), which reads each weight once for all of
+  // them. The same vectors as one by one up to float32 rounding (the
+  // matrix products sum in blocks of another shape). Throws as embed().
+  std::vector<std::vector<float>> embed_all(const std::vector<std::vector<int>>& inputs) const;
 
   int dimension() const { return head_.dimension(); }
   // The longest input, special tokens included (sentence-transformers'
@@ -45,6 +51,9 @@ class EmbeddingRuntime {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
 
  private:
+  // Throws Error for an empty input, one longer than max_tokens() or an id
+  // outside the vocabulary.
+  void check_input(const std::vector<int>& ids) const;
   EmbeddingRuntime(LoadedModel loaded, SentenceEmbeddingHead head)
       : loaded_(std::move(loaded)), head_(std::move(head)) {}
   LoadedModel loaded_;

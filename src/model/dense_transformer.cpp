@@ -597,26 +597,42 @@ mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches,
   return head(h, adapters);
 }
 
-mx::array DenseTransformer::hidden_states(const mx::array& tokens) const {
+mx::array DenseTransformer::hidden_states(const mx::array& tokens,
+                                          const std::vector<int>& lengths) const {
   if (tokens.ndim() != 2) throw std::invalid_argument("[hidden_states] tokens must be [B, L]");
+  const int rows = tokens.shape(0), length = tokens.shape(1);
+  if (!lengths.empty() && static_cast<int>(lengths.size()) != rows)
+    throw std::invalid_argument("[hidden_states] one length per row");
+  const bool padded = std::any_of(lengths.begin(), lengths.end(),
+                                  [length](int row_length) { return row_length != length; });
   const auto adapters = RowAdapters::single(nullptr);
   auto h = embed(tokens);
-  const int length = tokens.shape(1);
+  auto positions = mx::arange(length);
+  auto queries = mx::expand_dims(positions, 1), keys = mx::expand_dims(positions, 0);
+  // [B, 1, 1, L]: the keys of each row that are not padding.
+  std::optional<mx::array> real_keys;
+  if (padded)
+    real_keys = mx::reshape(
+        mx::less(keys, mx::reshape(mx::array(lengths.data(), {rows}, mx::int32), {rows, 1})),
+        {rows, 1, 1, length});
+  auto with_real_keys = [&](std::optional<mx::array> mask) -> AttentionMask {
+    if (real_keys) mask = mask ? mx::logical_and(*mask, *real_keys) : *real_keys;
+    if (!mask) return {};
+    return {AttentionMask::Kind::array, *mask};
+  };
   AttentionMask global_mask, sliding_mask;
   if (spec_.bidirectional) {
     // Everything attends to everything, a sliding layer within its window
     // on both sides (no mask needed while the window covers the sequence).
-    if (spec_.sliding_window && length > *spec_.sliding_window) {
-      auto positions = mx::arange(length);
-      auto distance =
-          mx::abs(mx::subtract(mx::expand_dims(positions, 1), mx::expand_dims(positions, 0)));
-      sliding_mask = {AttentionMask::Kind::array,
-                      mx::less(distance, mx::array(*spec_.sliding_window))};
-    }
+    std::optional<mx::array> window;
+    if (spec_.sliding_window && length > *spec_.sliding_window)
+      window = mx::less(mx::abs(mx::subtract(queries, keys)), mx::array(*spec_.sliding_window));
+    global_mask = with_real_keys(std::nullopt);
+    sliding_mask = with_real_keys(window);
   } else {
-    const StandardKvCache empty;
-    global_mask = empty.make_mask(length, std::nullopt);
-    sliding_mask = empty.make_mask(length, spec_.sliding_window);
+    global_mask = real_keys ? with_real_keys(mx::greater_equal(queries, keys))
+                            : AttentionMask{AttentionMask::Kind::causal, std::nullopt};
+    sliding_mask = with_real_keys(causal_mask(length, 0, spec_.sliding_window));
   }
   // Fresh full-length caches: the keys of the whole sequence, whatever the
   // layer's window (the mask bounds what a sliding layer sees).

@@ -132,7 +132,8 @@ class DenseTransformer : public LanguageModel {
   mlx::core::array forward_batch(const mlx::core::array& tokens,
                                  const ForwardBatch& batch) const override;
   CacheList make_caches() const override;
-  mlx::core::array hidden_states(const mlx::core::array& tokens) const override;
+  mlx::core::array hidden_states(const mlx::core::array& tokens,
+                                 const std::vector<int>& lengths = {}) const override;
   bool bidirectional() const override { return spec_.bidirectional; }
   std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files,
                                                    const std::string& name) const override;

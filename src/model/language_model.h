@@ -34,8 +34,11 @@ class LanguageModel {
   // tokens: int32 [B, L], whole sequences → the final-normed hidden states
   // [B, L, hidden], with no cache: each token attends as the model's
   // attention does (both ways in an encoder, to the left otherwise). What
-  // embeddings are pooled from.
-  virtual mlx::core::array hidden_states(const mlx::core::array& tokens) const = 0;
+  // embeddings are pooled from. `lengths` (one per row, empty: all L): rows
+  // padded on the right, whose keys past their length no token sees (the
+  // padding's own states are to be ignored).
+  virtual mlx::core::array hidden_states(const mlx::core::array& tokens,
+                                         const std::vector<int>& lengths = {}) const = 0;
   // An encoder: its attention reads both ways, so it makes hidden states
   // for embeddings and cannot generate text.
   virtual bool bidirectional() const { return false; }

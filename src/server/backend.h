@@ -50,8 +50,8 @@ class Backend {
   virtual std::vector<int> embedding_ids(const std::string&, const std::string&) const {
     throw Error("this model makes no embeddings");
   }
-  // Engine thread only: the embedding of one input's ids.
-  virtual std::vector<float> embed(const std::vector<int>&) {
+  // Engine thread only: the embeddings of inputs' ids, in order.
+  virtual std::vector<std::vector<float>> embed(const std::vector<std::vector<int>>&) {
     throw Error("this model makes no embeddings");
   }
 

@@ -40,7 +40,9 @@ class EmbeddingBackend : public Backend {
                                  const std::string& prompt_name) const override {
     return runtime_->tokenize(text, prompt_name);
   }
-  std::vector<float> embed(const std::vector<int>& ids) override { return runtime_->embed(ids); }
+  std::vector<std::vector<float>> embed(const std::vector<std::vector<int>>& inputs) override {
+    return runtime_->embed_all(inputs);
+  }
   SequenceId submit(TextRequest, SequenceSink) override { throw refusal(); }
   void cancel(SequenceId) override {}
   bool has_work() const override { return false; }

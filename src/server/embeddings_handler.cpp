@@ -48,9 +48,8 @@ void handle_embeddings(RouteContext& context, const httplib::Request& http_reque
     tokens += length;
   }
   std::vector<std::vector<float>> embeddings;
-  context.engine.run_on_engine([&](Backend& engine_backend) {
-    for (const auto& ids : inputs) embeddings.push_back(engine_backend.embed(ids));
-  });
+  context.engine.run_on_engine(
+      [&](Backend& engine_backend) { embeddings = engine_backend.embed(inputs); });
   nlohmann::ordered_json data = nlohmann::ordered_json::array();
   for (std::size_t i = 0; i < embeddings.size(); ++i) {
     auto values = request.dimensions ? shorten_embedding(embeddings[i], request.dimensions)

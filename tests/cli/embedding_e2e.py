@@ -2,10 +2,12 @@
 """EmbeddingGemma through `mlx-cpp embed` against sentence-transformers.
 
 Goldens: tools/oracle/embedding_goldens.py (sentence-transformers on the CPU,
-float32). Checks, on the fast path (the default):
+float32). Checks, on the fast path (the default; inputs of similar lengths
+share a padded forward):
   * every line of tests/data/embedding_texts.txt (210 texts, three of them
     longer than the sliding layers' window on both sides): cosine similarity
     with the oracle's embedding >= 0.9999, and unit length;
+  * a text embedded alone gets the vector it gets among the others;
   * the retrieval set (queries with the "query" prompt, documents with the
     "document" prompt): each query's three nearest documents, in order, as
     the oracle ranks them;
@@ -64,6 +66,13 @@ def main():
     worst = int(similarity.argmin())
     checks.check(f"{len(texts)} texts: cosine >= {MIN_COSINE}", similarity.min() >= MIN_COSINE,
                  f"lowest {similarity.min():.8f} at line {worst + 1}, mean {similarity.mean():.8f}")
+    # Inputs of similar lengths share a forward (padded, masked): a text
+    # alone gets the vector it gets among the others, up to float32 rounding.
+    for index in (0, 100, 207):
+        alone = embed(mlx_cpp, [texts[index]])[0]
+        difference = np.abs(alone - ours[index]).max()
+        checks.check(f"line {index + 1} alone: the vector it gets among the others",
+                     difference < 1e-5, f"max difference {difference:.2e}")
     norms = np.linalg.norm(ours, axis=1)
     checks.check("unit length", np.abs(norms - 1).max() < 1e-5, f"{np.abs(norms - 1).max():.2e}")
 
