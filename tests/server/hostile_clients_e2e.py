@@ -140,13 +140,28 @@ def connect_from(server, source):
     return connection
 
 
+def served_keep_alive(server, source):
+    """A connection from `source` that has had one answer and stays open."""
+    connection = connect_from(server, source)
+    connection.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    received = b""
+    while b"\r\n\r\n" not in received or not received.endswith(b"}"):
+        piece = connection.recv(65536)
+        if not piece:
+            raise RuntimeError(f"the server closed a held connection: {received[:200]!r}")
+        received += piece
+    return connection
+
+
 def check_per_client_cap(checks, mlx_cpp, directory):
     # Listening on every address, so that a second loopback address
     # (127.0.0.2) is a second client.
     with Server(mlx_cpp, directory, "--host", "0.0.0.0", "--max-connections-per-client", "5",
                 "--header-timeout", "30", "--quiet") as server:
-        idle = [connect_from(server, "127.0.0.1") for _ in range(5)]
-        time.sleep(0.5)
+        # Each held connection first completes a keep-alive request, so the
+        # server has surely accepted (and counted) it before the sixth comes,
+        # however busy the machine.
+        idle = [served_keep_alive(server, "127.0.0.1") for _ in range(5)]
         with connect_from(server, "127.0.0.1") as extra:
             extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
             answer = read_answer(extra)
