@@ -50,6 +50,7 @@ std::string describe(const TransformerSpec& spec) {
             std::to_string(spec.moe->num_experts) + " experts (" + std::to_string(spec.moe->top_k) +
             " per token)";
   }
+  if (spec.bidirectional) text += "; an encoder (attention both ways): embeddings, not text";
   return text;
 }
 
