@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/adapter_choice.h"
 #include "io/error.h"
 #include "model/language_model.h"
 
@@ -23,16 +24,6 @@ class AdapterNotFound : public Error {
  public:
   using Error::Error;
 };
-
-// One adapter of a stack as a request names it.
-struct AdapterChoice {
-  std::string name;
-  float weight = 1.0f;
-};
-
-// "a", "a+b", "a*0.5+b" → choices; throws Error on an empty name or a bad
-// weight.
-std::vector<AdapterChoice> parse_adapter_stack(const std::string& text);
 
 // The adapter directories given, stacked in order with weight 1, bound to
 // the model (generate and chat's --adapter); named by their directories.
