@@ -66,10 +66,11 @@ void run_embed(const EmbedArguments& args) {
   for (const auto& text : texts) {
     inputs.push_back(runtime->tokenize(text, args.prompt_name));
     tokens += inputs.back().size();
-    if (static_cast<int>(inputs.back().size()) > runtime->max_tokens())
-      throw Error("input " + std::to_string(inputs.size()) + " is " +
-                  std::to_string(inputs.back().size()) + " tokens, more than the " +
-                  std::to_string(runtime->max_tokens()) + " this model embeds");
+    try {
+      runtime->check_input(inputs.back());
+    } catch (const Error& error) {
+      throw Error("input " + std::to_string(inputs.size()) + ": " + error.what());
+    }
   }
   if (args.dimensions)
     shorten_embedding(std::vector<float>(runtime->dimension()), *args.dimensions);

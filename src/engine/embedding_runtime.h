@@ -40,6 +40,10 @@ class EmbeddingRuntime {
   // matrix products sum in blocks of another shape). Throws as embed().
   std::vector<std::vector<float>> embed_all(const std::vector<std::vector<int>>& inputs) const;
 
+  // Throws Error for an empty input, one longer than max_tokens() or an id
+  // outside the vocabulary (what embed() refuses). Thread-safe.
+  void check_input(const std::vector<int>& ids) const;
+
   int dimension() const { return head_.dimension(); }
   // The longest input, special tokens included (sentence-transformers'
   // max_seq_length, else the model's positions).
@@ -51,9 +55,6 @@ class EmbeddingRuntime {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
 
  private:
-  // Throws Error for an empty input, one longer than max_tokens() or an id
-  // outside the vocabulary.
-  void check_input(const std::vector<int>& ids) const;
   EmbeddingRuntime(LoadedModel loaded, SentenceEmbeddingHead head)
       : loaded_(std::move(loaded)), head_(std::move(head)) {}
   LoadedModel loaded_;

@@ -50,6 +50,11 @@ class Backend {
   virtual std::vector<int> embedding_ids(const std::string&, const std::string&) const {
     throw Error("this model makes no embeddings");
   }
+  // Throws Error when the model would refuse to embed these ids (empty,
+  // too long, outside the vocabulary); thread-safe.
+  virtual void check_embedding_input(const std::vector<int>&) const {
+    throw Error("this model makes no embeddings");
+  }
   // Engine thread only: the embeddings of inputs' ids, in order.
   virtual std::vector<std::vector<float>> embed(const std::vector<std::vector<int>>&) {
     throw Error("this model makes no embeddings");

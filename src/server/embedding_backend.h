@@ -40,6 +40,9 @@ class EmbeddingBackend : public Backend {
                                  const std::string& prompt_name) const override {
     return runtime_->tokenize(text, prompt_name);
   }
+  void check_embedding_input(const std::vector<int>& ids) const override {
+    runtime_->check_input(ids);
+  }
   std::vector<std::vector<float>> embed(const std::vector<std::vector<int>>& inputs) override {
     return runtime_->embed_all(inputs);
   }

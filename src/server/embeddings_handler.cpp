@@ -35,17 +35,13 @@ void handle_embeddings(RouteContext& context, const httplib::Request& http_reque
     } catch (const Error& error) {
       throw invalid_request(error.what(), request.prompt_name.empty() ? "input" : "prompt_name");
     }
-    const auto length = inputs.back().size();
-    if (length > static_cast<std::size_t>(model.context_size))
-      throw invalid_request("input " + std::to_string(inputs.size() - 1) + " is " +
-                                std::to_string(length) + " tokens; this model embeds at most " +
-                                std::to_string(model.context_size),
+    try {
+      backend->check_embedding_input(inputs.back());
+    } catch (const Error& error) {
+      throw invalid_request("input " + std::to_string(inputs.size() - 1) + ": " + error.what(),
                             "input");
-    for (int id : inputs.back())
-      if (id >= model.vocab_size)
-        throw invalid_request("token id " + std::to_string(id) + " is outside the vocabulary",
-                              "input");
-    tokens += length;
+    }
+    tokens += inputs.back().size();
   }
   std::vector<std::vector<float>> embeddings;
   context.engine.run_on_engine(
