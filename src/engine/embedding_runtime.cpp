@@ -83,10 +83,6 @@ void EmbeddingRuntime::check_input(const std::vector<int>& ids) const {
                   std::to_string(vocab - 1) + ")");
 }
 
-std::vector<float> EmbeddingRuntime::embed(const std::vector<int>& ids) const {
-  return embed_all({ids}).front();
-}
-
 std::vector<std::vector<float>> EmbeddingRuntime::embed_all(
     const std::vector<std::vector<int>>& inputs) const {
   for (const auto& ids : inputs) check_input(ids);

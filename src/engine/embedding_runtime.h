@@ -29,28 +29,23 @@ class EmbeddingRuntime {
   // The text's token ids with the named prompt before it ("": none) and
   // the special tokens. Throws Error for an unknown prompt name. Thread-safe.
   std::vector<int> tokenize(const std::string& text, const std::string& prompt_name = "") const;
-  // One input's embedding (ids as tokenize gives them); throws Error when
-  // it is empty, longer than max_tokens() or holds an id outside the
-  // vocabulary. Compute: one thread at a time.
-  std::vector<float> embed(const std::vector<int>& ids) const;
   // Many inputs' embeddings, in input order: inputs of similar lengths go
   // through one forward together (padded on the right, the padding masked
   // and left out of the pooling), which reads each weight once for all of
   // them. The same vectors as one by one up to float32 rounding (the
-  // matrix products sum in blocks of another shape). Throws as embed().
+  // matrix products sum in blocks of another shape). Throws as
+  // check_input() for any input, before computing. Compute: one thread at
+  // a time.
   std::vector<std::vector<float>> embed_all(const std::vector<std::vector<int>>& inputs) const;
 
   // Throws Error for an empty input, one longer than max_tokens() or an id
-  // outside the vocabulary (what embed() refuses). Thread-safe.
+  // outside the vocabulary (what embed_all() refuses). Thread-safe.
   void check_input(const std::vector<int>& ids) const;
 
   int dimension() const { return head_.dimension(); }
   // The longest input, special tokens included (sentence-transformers'
   // max_seq_length, else the model's positions).
   int max_tokens() const { return max_tokens_; }
-  bool normalizes() const { return head_.normalizes(); }
-  // The model's named prompts (config_sentence_transformers.json).
-  const std::map<std::string, std::string>& prompts() const { return prompts_; }
   const LanguageModel& model() const { return *loaded_.model; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
 

@@ -32,7 +32,6 @@ class SentenceEmbeddingHead {
   // hidden: [1, L, hidden], one sequence's final states → [dimension], float32.
   mlx::core::array operator()(const mlx::core::array& hidden) const;
   int dimension() const { return dimension_; }
-  bool normalizes() const { return normalize_; }
 
  private:
   Pooling pooling_ = Pooling::mean;
