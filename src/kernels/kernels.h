@@ -101,8 +101,9 @@ struct QuantizedWeights {
 };
 // Whether row-interleaved weights run faster here: 4, 6 or 8 bits, a
 // multiple of 16 rows, and a CPU with the kernels that read the layout
-// (AVX-512 VNNI and a half-precision prefill); elsewhere they would be put
-// back in MLX's layout on every call.
+// (AVX-512 VNNI and a half-precision prefill, or AVX2 with its int16 decode
+// and float32 prefill); elsewhere they would be put back in MLX's layout on
+// every call.
 bool row_interleaving_pays(int bits, int rows);
 // The kernel a quantized matmul of `bits`-bit weights takes on this CPU at
 // the current SIMD limit, decode- or prefill-shaped, with the given

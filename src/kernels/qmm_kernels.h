@@ -50,9 +50,9 @@ struct Problem {
   const std::uint16_t* x_half = nullptr;
   const float* x_half_unscale = nullptr;
   // 4-, 6- or 8-bit weights in the row-interleaved layout (see
-  // interleave_rows) instead of MLX's; read by gemv_int16_rows and
-  // gemm_half, whose column ranges then start at multiples of 16. x_i16 is
-  // then in natural k order.
+  // interleave_rows) instead of MLX's; read by gemv_int16_rows, gemm_half
+  // and gemm_rows, whose column ranges then start at multiples of 16. x_i16
+  // is then in natural k order.
   bool row_interleaved = false;
 };
 
@@ -106,6 +106,11 @@ struct IsaKernels {
   void (*gemv_int16_q8)(const Problem& p, int n_begin, int n_end) = nullptr;
   // The same for row-interleaved 4-, 6- and 8-bit weights.
   void (*gemv_int16_rows)(const Problem& p, int n_begin, int n_end) = nullptr;
+  // gemm's contract and arithmetic (float32, x in the order `interleave`
+  // gives) for row-interleaved weights, column ranges starting at
+  // multiples of 16; null where gemm_half reads that layout or nothing
+  // does.
+  void (*gemm_rows)(const Problem& p, int n_begin, int n_end) = nullptr;
   // Prefill in half precision (reads x_half): float16 products summed
   // over short runs into float32 on AVX512-FP16, bfloat16 pairs summed in
   // float32 on AVX512-BF16; for 4, 6 and 8 bits; column ranges start at
@@ -227,6 +232,9 @@ const IsaKernels& avx512_kernels();
 void avx2_gemv_int16_q4(const Problem& p, int n_begin, int n_end);
 void avx2_gemv_int16_q6(const Problem& p, int n_begin, int n_end);
 void avx2_gemv_int16_q8(const Problem& p, int n_begin, int n_end);
+// The AVX2 gemv_int16_rows (vpmaddwd over row-interleaved weights;
+// qmm_avx2_int16_rows.cpp).
+void avx2_gemv_int16_rows(const Problem& p, int n_begin, int n_end);
 // The AVX-512 VNNI gemv_int8 (int8_interleave 64, int8_k_align 128); the
 // AVX-512 table offers it where the CPU has VNNI.
 void avx512_vnni_gemv_int8(const Problem& p, int n_begin, int n_end);

@@ -135,7 +135,10 @@ KernelChoice choose_kernel(const qmm::IsaKernels& isa, bool decode, int bits,
   c.int16 = decode && precision == ActivationPrecision::int16 &&
             (int16_rows || int16_kernel(isa, bits) != nullptr);
   c.half = !decode && prefill == PrefillArithmetic::half && isa.gemm_half;
-  c.rows = row_interleaved && ((c.int16 && int16_rows) || c.half);
+  // Float32 prefill reads the interleaved weights where the table has a
+  // gemm for them.
+  const bool float_rows = !decode && !c.half && isa.gemm_rows;
+  c.rows = row_interleaved && ((c.int16 && int16_rows) || c.half || float_rows);
   return c;
 }
 
@@ -259,6 +262,7 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
                 : x.int16  ? (x.rows ? isa.gemv_int16_rows : int16_kernel(isa, bits))
                 : x.decode ? isa.gemv
                 : x.half   ? isa.gemm_half
+                : x.rows   ? isa.gemm_rows
                            : isa.gemm;
   // Decode splits N into at least a few ranges per thread (claimed
   // dynamically, so a busy core does less), ranges of about
@@ -270,6 +274,7 @@ void run_quantized_matmuls(const std::vector<mx::array>& in, std::vector<mx::arr
   auto& pool = ThreadPool::shared();
   const int align = x.decode ? (x.rows ? 16 : 8)
                     : x.half ? isa.half_column_block
+                    : x.rows ? 16
                              : isa.column_block;
   std::vector<ColumnTask> tasks;
   for (const auto& problem : problems) {
@@ -510,7 +515,7 @@ std::string quantized_matmul_variant(int bits, bool decode, ActivationPrecision 
 bool row_interleaving_pays(int bits, int rows) {
   const qmm::IsaKernels& isa = kernels_for(active_isa());
   return (bits == 4 || bits == 6 || bits == 8) && rows % 16 == 0 && isa.gemv_int16_rows &&
-         isa.gemm_half;
+         (isa.gemm_half || isa.gemm_rows);
 }
 
 QuantizedWeights to_row_interleaved(const QuantizedWeights& weights, int group_size, int bits) {

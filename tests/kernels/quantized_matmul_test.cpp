@@ -444,7 +444,8 @@ TEST(QuantizedMatmulFast, SeveralWeightsGiveEachProjectionExactly) {
 // What `mlx-cpp bench` reports is the choice the calls make: at every SIMD
 // level this machine runs, the named arithmetic matches what the int16
 // test above finds each level doing (int16 decode on the portable
-// reference and AVX2; float32 prefill without AVX512-FP16).
+// reference and AVX2, there on row-interleaved weights; float32 prefill
+// without AVX512-BF16).
 TEST(QuantizedMatmulFast, VariantNamesTheKernelEachLevelTakes) {
   for_each_isa([&](IsaLevel level) {
     for (int bits : {4, 6, 8}) {
@@ -455,9 +456,15 @@ TEST(QuantizedMatmulFast, VariantNamesTheKernelEachLevelTakes) {
       const std::string isa = isa_name(active_isa());
       EXPECT_NE(decode.find(" gemv " + isa), std::string::npos) << decode;
       EXPECT_NE(prefill.find(" gemm " + isa), std::string::npos) << prefill;
-      if (active_isa() != Isa::avx512) {
+      if (active_isa() == Isa::scalar) {
         EXPECT_EQ(decode, "int16 gemv " + isa);
         EXPECT_EQ(prefill, "float32 gemm " + isa);
+      }
+      // AVX2 reads row-interleaved weights in decode (int16) and prefill
+      // (float32).
+      if (active_isa() == Isa::avx2) {
+        EXPECT_EQ(decode, "int16 gemv avx2 row-interleaved");
+        EXPECT_EQ(prefill, "float32 gemm avx2 row-interleaved");
       }
       // The prefill arithmetic follows the level: float16 from avx512-fp16
       // on, bfloat16 at avx512-bf16, float32 below.

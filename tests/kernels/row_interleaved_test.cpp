@@ -66,6 +66,67 @@ TEST(RowInterleavedWeights, GiveTheResultsOfMlxLayout) {
   }
 }
 
+// Where a float32 gemm reads the interleaved layout (AVX2), its panels hold
+// the values MLX's layout gives and keep x's k order: prefill results are
+// those of MLX's layout bit for bit.
+TEST(RowInterleavedWeights, Float32PrefillIsMlxLayoutBitForBit) {
+  int seed = 5000, checked = 0;
+  for (int bits : {4, 6, 8}) {
+    for (int group_size : {32, 64, 128}) {
+      ++seed;
+      auto mlx = mlx_layout(48, 640, group_size, seed % 2 ? mx::bfloat16 : mx::float16, seed, bits);
+      auto rows = to_row_interleaved(mlx, group_size, bits);
+      auto x = random_normal({37, 640}, mx::float32, 1.0f, seed + 1);
+      for_each_isa([&](IsaLevel level) {
+        if (quantized_matmul_variant(bits, false, ActivationPrecision::int16,
+                                     PrefillArithmetic::float32) !=
+            "float32 gemm " + std::string(isa_name(active_isa())) + " row-interleaved")
+          return;
+        auto expected = quantized_matmuls_fast(x, {mlx}, group_size, bits)[0];
+        auto actual = quantized_matmuls_fast(x, {rows}, group_size, bits)[0];
+        EXPECT_TRUE(mx::array_equal(actual, expected).item<bool>())
+            << level_name(level) << " bits " << bits << " group " << group_size;
+        ++checked;
+      });
+    }
+  }
+#if defined(__x86_64__)
+  EXPECT_GT(checked, 0) << "every x86-64 machine here runs the AVX2 level";
+#endif
+}
+
+// One token of each of B sequences ([B, 1, K], a batched decode step): every
+// row's result is the one it gets alone, whatever rows it runs with.
+TEST(RowInterleavedWeights, DecodeRowsGetTheirBitsAtAnyBatch) {
+  int seed = 6000;
+  for (int bits : {4, 6, 8}) {
+    for (int group_size : {32, 128}) {
+      ++seed;
+      auto mlx = mlx_layout(64, 384, group_size, mx::float16, seed, bits);
+      auto rows = to_row_interleaved(mlx, group_size, bits);
+      auto x = random_normal({16, 1, 384}, mx::float32, 1.0f, seed + 1);
+      for_each_isa([&](IsaLevel level) {
+        std::vector<mx::array> alone;
+        for (int b = 0; b < 16; ++b) {
+          auto row = mx::slice(x, {b, 0, 0}, {b + 1, 1, 384});
+          alone.push_back(
+              quantized_matmuls_fast(row, {rows}, group_size, bits, ActivationPrecision::int16)[0]);
+        }
+        for (int batch : {2, 5, 16}) {
+          auto together = quantized_matmuls_fast(mx::slice(x, {0, 0, 0}, {batch, 1, 384}), {rows},
+                                                 group_size, bits, ActivationPrecision::int16)[0];
+          for (int b = 0; b < batch; ++b) {
+            EXPECT_TRUE(mx::array_equal(mx::slice(together, {b, 0, 0}, {b + 1, 1, 64}), alone[b])
+                            .item<bool>())
+                << level_name(level) << " bits " << bits << " group " << group_size << " batch "
+                << batch << " row " << b;
+          }
+        }
+      });
+    }
+  }
+}
+
 TEST(RowInterleavedWeights, FallbackDequantizesAsMlx) {
   for (int bits : {4, 6, 8}) {
     auto mlx = mlx_layout(48, 256, 64, mx::bfloat16, 7, bits);
