@@ -3,6 +3,7 @@
 #include <mlx/ops.h>
 
 #include "io/error.h"
+#include "model/conv_state_cache.h"
 #include "model/language_model.h"
 #include "model/quantized_kv_cache.h"
 #include "model/weight_store.h"
@@ -12,21 +13,12 @@ namespace mx = mlx::core;
 namespace {
 
 // What the model's attention writes into one layer's cache: heads, key and
-// value widths and dtype, read off a cache the model has fed one token.
+// value widths and dtype, read off a cache the model has fed one token. A
+// convolution layer's state: no heads, its tokens and width.
 struct LayerShape {
   int heads = 0, key_dim = 0, value_dim = 0;
   mx::Dtype dtype = mx::float32;
 };
-
-std::vector<LayerShape> layer_shapes(const CacheList& probe) {
-  std::vector<LayerShape> shapes;
-  for (const auto& cache : probe) {
-    const auto state = cache->saved_state();
-    const auto& keys = state.array("0");
-    shapes.push_back({keys.shape(1), keys.shape(3), state.array("1").shape(3), keys.dtype()});
-  }
-  return shapes;
-}
 
 // The caches the model makes, fed one token (the probe layer_shapes reads).
 CacheList probe_caches(const LanguageModel& model) {
@@ -39,6 +31,10 @@ CacheList probe_caches(const LanguageModel& model) {
 // (quantized: the widths its groups hold, the dtype of its scales).
 LayerShape stored_shape(const KvCache& cache) {
   const auto state = cache.saved_state();
+  if (state.kind == "ArraysCache") {
+    const auto& conv = state.array("0.0");
+    return {0, conv.shape(1), conv.shape(2), conv.dtype()};
+  }
   if (const auto quantization = cache.quantization()) {
     const auto& scales = state.array("0.1");
     return {state.array("0.0").shape(1), scales.shape(3) * quantization->group_size,
@@ -46,6 +42,12 @@ LayerShape stored_shape(const KvCache& cache) {
   }
   const auto& keys = state.array("0");
   return {keys.shape(1), keys.shape(3), state.array("1").shape(3), keys.dtype()};
+}
+
+std::vector<LayerShape> layer_shapes(const CacheList& probe) {
+  std::vector<LayerShape> shapes;
+  for (const auto& cache : probe) shapes.push_back(stored_shape(*cache));
+  return shapes;
 }
 
 void check_layer(const KvCache& cache, const KvCache& made, const LayerShape& shape,
@@ -59,6 +61,11 @@ void check_layer(const KvCache& cache, const KvCache& made, const LayerShape& sh
                 made.signature());
   }
   const auto stored = stored_shape(cache);
+  if (made.signature() == "conv_state" &&
+      (stored.key_dim != shape.key_dim || stored.value_dim != shape.value_dim))
+    throw Error(where + " holds a convolution state of " + std::to_string(stored.key_dim) + " x " +
+                std::to_string(stored.value_dim) + " where the model keeps " +
+                std::to_string(shape.key_dim) + " x " + std::to_string(shape.value_dim));
   if (stored.heads != shape.heads || stored.key_dim != shape.key_dim ||
       stored.value_dim != shape.value_dim)
     throw Error(where + " holds " + std::to_string(stored.heads) + " heads of " +
@@ -95,7 +102,11 @@ std::unique_ptr<KvCache> cast_cache(const KvCache& cache, mx::Dtype dtype) {
   for (auto& [name, item] : state.items)
     if (auto* array = std::get_if<mx::array>(&item); array && array->dtype() != mx::uint32)
       item = mx::astype(*array, dtype);
-  return cache_from_state(state);
+  auto cast = cache_from_state(state);
+  // A convolution's saved state holds no token count: it keeps its own.
+  if (auto* conv = cast->as_conv_state())
+    return std::make_unique<ConvStateCache>(*conv->conv_state(), cache.offset());
+  return cast;
 }
 
 }  // namespace

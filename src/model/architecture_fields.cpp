@@ -60,17 +60,22 @@ int head_dim_or_split(const ConfigReader& config, const TransformerSpec& spec) {
 
 // The layer-norm families name their epsilon otherwise; everything else as
 // common_fields reads it.
-TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key) {
+TransformerSpec fields_besides_feed_forward(const ConfigReader& config, const char* eps_key) {
   TransformerSpec spec;
   spec.hidden_size = config.required_int("hidden_size");
   spec.num_layers = config.required_int("num_hidden_layers");
-  spec.intermediate_size = config.required_int("intermediate_size");
   spec.num_heads = config.required_int("num_attention_heads");
   spec.vocab_size = config.required_int("vocab_size");
   spec.norm_eps = static_cast<float>(config.required_number(eps_key));
   spec.num_kv_heads = config.int_or("num_key_value_heads", spec.num_heads);
   spec.max_position_embeddings = config.optional_int("max_position_embeddings");
   spec.layer_is_sliding.assign(spec.num_layers, false);
+  return spec;
+}
+
+TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key) {
+  auto spec = fields_besides_feed_forward(config, eps_key);
+  spec.intermediate_size = config.required_int("intermediate_size");
   return spec;
 }
 

@@ -23,6 +23,9 @@ TransformerSpec common_fields(const ConfigReader& config);
 // The layer-norm families name their epsilon otherwise; everything else as
 // common_fields reads it.
 TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key);
+// fields_with_eps without intermediate_size, for configs that size their
+// feed-forward otherwise.
+TransformerSpec fields_besides_feed_forward(const ConfigReader& config, const char* eps_key);
 // Checks the head counts, sets the attention scale, the local rope and the
 // layers' rope flags.
 void finish_attention(TransformerSpec& spec);
@@ -53,5 +56,6 @@ TransformerSpec granite_fields(const ConfigReader& config);
 const BuilderTable& rms_norm_builders();
 const BuilderTable& layer_norm_builders();
 const BuilderTable& moe_builders();
+const BuilderTable& hybrid_builders();
 
 }  // namespace mlx_cpp::architecture

@@ -10,13 +10,14 @@
 namespace mlx_cpp {
 namespace {
 
-// Every family's builders, in one table: dense RMSNorm, LayerNorm, then
-// the mixtures of experts.
+// Every family's builders, in one table: dense RMSNorm, LayerNorm, the
+// mixtures of experts, then the hybrids.
 const architecture::BuilderTable& table() {
   static const architecture::BuilderTable builders = [] {
     architecture::BuilderTable all;
-    for (const auto* family : {&architecture::rms_norm_builders(),
-                               &architecture::layer_norm_builders(), &architecture::moe_builders()})
+    for (const auto* family :
+         {&architecture::rms_norm_builders(), &architecture::layer_norm_builders(),
+          &architecture::moe_builders(), &architecture::hybrid_builders()})
       all.insert(all.end(), family->begin(), family->end());
     return all;
   }();

@@ -9,6 +9,7 @@
 #include "kernels/kernels.h"
 #include "model/activations.h"
 #include "model/adapter_binding.h"
+#include "model/conv_state_cache.h"
 #include "model/quantized_attention.h"
 #include "model/weight_store.h"
 
@@ -320,12 +321,16 @@ mx::array TransformerBlock::apply(const mx::array& x, const RowAdapters& adapter
 
 mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& mask,
                                        KvCache& cache, const RowAdapters& adapters) const {
-  return apply(x, adapters,
-               [&](const mx::array& normed) { return attention(normed, mask, cache, adapters); });
+  return apply(x, adapters, [&](const mx::array& normed) {
+    return conv ? (*conv)(normed, *cache.as_conv_state(), adapters)
+                : attention(normed, mask, cache, adapters);
+  });
 }
 
 mx::array TransformerBlock::operator()(const mx::array& x, const LayerRows& rows) const {
-  return apply(x, rows.adapters, [&](const mx::array& normed) { return attention(normed, rows); });
+  return apply(x, rows.adapters, [&](const mx::array& normed) {
+    return conv ? (*conv)(normed, rows) : attention(normed, rows);
+  });
 }
 
 DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
@@ -352,7 +357,10 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
   for (int i = 0; i < spec_.num_layers; ++i) {
     const auto prefix = "model.layers." + std::to_string(i) + ".";
     auto& block = layers_[i];
-    block.attention.register_adapter_sites(adapter_sites_, prefix + "self_attn.", i);
+    if (block.conv)
+      block.conv->register_adapter_sites(adapter_sites_, prefix + "conv.", i);
+    else
+      block.attention.register_adapter_sites(adapter_sites_, prefix + "self_attn.", i);
     if (block.moe)
       block.moe->register_adapter_sites(adapter_sites_, prefix + "mlp.", i);
     else
@@ -365,6 +373,8 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
   const size_t hidden = spec_.hidden_size, kv = size_t(spec_.num_kv_heads) * spec_.head_dim;
   const size_t q = size_t(spec_.num_heads) * spec_.head_dim;
   const size_t attention = hidden * (q + 2 * kv) + q * hidden;
+  const size_t conv =
+      spec_.short_conv ? 4 * hidden * hidden + hidden * spec_.short_conv->kernel_size : 0;
   const size_t dense_mlp = (spec_.gated_mlp ? 3 : 2) * hidden * size_t(spec_.intermediate_size);
   size_t moe_mlp = 0;
   if (spec_.moe) {
@@ -376,7 +386,7 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
   parameter_count_ = size_t(spec_.vocab_size) * hidden * (tied ? 1 : 2);
   for (int i = 0; i < spec_.num_layers; ++i) {
     const bool routed = !spec_.layer_is_moe.empty() && spec_.layer_is_moe[i];
-    parameter_count_ += attention + (routed ? moe_mlp : dense_mlp);
+    parameter_count_ += (layers_[i].conv ? conv : attention) + (routed ? moe_mlp : dense_mlp);
   }
 }
 
@@ -384,11 +394,7 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
                                               const QuantizationConfig& quantization,
                                               int index) const {
   const auto prefix = "model.layers." + std::to_string(index) + ".";
-  const int hidden = spec_.hidden_size, head_dim = spec_.head_dim;
-  const int q_dims = spec_.num_heads * head_dim, kv_dims = spec_.num_kv_heads * head_dim;
-  auto linear = [&](const std::string& name, int in, int out, bool bias) {
-    return Linear::load(weights, quantization, prefix + name, in, out, bias, kernels_);
-  };
+  const int hidden = spec_.hidden_size;
   auto norm = [&](const std::string& name, int dims) {
     return Norm::load(weights, prefix + name, dims, spec_.norm_eps,
                       {spec_.norm_kind, spec_.norm_style, spec_.norm_bias}, kernels_);
@@ -398,6 +404,34 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   block.sliding = spec_.layer_is_sliding[index];
   block.residual_scale = spec_.residual_scale;
   block.sandwich_clip = spec_.sandwich_clip;
+  if (!spec_.layer_mixers.empty() && spec_.layer_mixers[index] == TokenMixer::short_conv)
+    block.conv = ShortConv::load(weights, quantization, prefix + "conv.", hidden,
+                                 spec_.short_conv->kernel_size, spec_.short_conv->bias, kernels_);
+  else
+    load_attention(weights, quantization, index, block);
+
+  if (!spec_.layer_is_moe.empty() && spec_.layer_is_moe[index])
+    block.moe =
+        SparseMoe::load(weights, quantization, prefix + "mlp.", *spec_.moe, hidden, kernels_);
+  else
+    block.mlp = load_mlp(weights, quantization, prefix);
+  if (!spec_.post_norms) block.input_norm = norm("input_layernorm", hidden);
+  if (spec_.layout == BlockLayout::sequential)
+    block.post_attention_norm = norm("post_attention_layernorm", hidden);
+  if (spec_.sandwich_norms) block.pre_feedforward_norm = norm("pre_feedforward_layernorm", hidden);
+  if (spec_.sandwich_norms || spec_.post_norms)
+    block.post_feedforward_norm = norm("post_feedforward_layernorm", hidden);
+  return block;
+}
+
+void DenseTransformer::load_attention(WeightStore& weights, const QuantizationConfig& quantization,
+                                      int index, TransformerBlock& block) const {
+  const auto prefix = "model.layers." + std::to_string(index) + ".";
+  const int hidden = spec_.hidden_size, head_dim = spec_.head_dim;
+  const int q_dims = spec_.num_heads * head_dim, kv_dims = spec_.num_kv_heads * head_dim;
+  auto linear = [&](const std::string& name, int in, int out, bool bias) {
+    return Linear::load(weights, quantization, prefix + name, in, out, bias, kernels_);
+  };
   auto& attention = block.attention;
   attention.q_proj = linear("self_attn.q_proj", hidden, q_dims, spec_.qkv_bias);
   attention.k_proj = linear("self_attn.k_proj", hidden, kv_dims, spec_.qkv_bias);
@@ -423,19 +457,6 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   attention.num_heads = spec_.num_heads;
   attention.num_kv_heads = spec_.num_kv_heads;
   attention.scale = spec_.attention_scale;
-
-  if (!spec_.layer_is_moe.empty() && spec_.layer_is_moe[index])
-    block.moe =
-        SparseMoe::load(weights, quantization, prefix + "mlp.", *spec_.moe, hidden, kernels_);
-  else
-    block.mlp = load_mlp(weights, quantization, prefix);
-  if (!spec_.post_norms) block.input_norm = norm("input_layernorm", hidden);
-  if (spec_.layout == BlockLayout::sequential)
-    block.post_attention_norm = norm("post_attention_layernorm", hidden);
-  if (spec_.sandwich_norms) block.pre_feedforward_norm = norm("pre_feedforward_layernorm", hidden);
-  if (spec_.sandwich_norms || spec_.post_norms)
-    block.post_feedforward_norm = norm("post_feedforward_layernorm", hidden);
-  return block;
 }
 
 Mlp DenseTransformer::load_mlp(WeightStore& weights, const QuantizationConfig& quantization,
@@ -508,7 +529,7 @@ size_t TransformerBlock::bytes_per_token() const {
 }
 
 size_t TransformerBlock::bytes_besides_feed_forward() const {
-  size_t total = attention.bytes();
+  size_t total = conv ? conv->bytes() : attention.bytes();
   for (const auto* norm :
        {&input_norm, &post_attention_norm, &pre_feedforward_norm, &post_feedforward_norm})
     total += *norm ? (*norm)->bytes() : 0;
@@ -566,6 +587,7 @@ std::pair<AttentionMask, AttentionMask> DenseTransformer::masks_of(const CacheLi
   AttentionMask global_mask, sliding_mask;
   bool have_global = false, have_sliding = false;
   for (size_t i = 0; i < layers_.size(); ++i) {
+    if (!layers_[i].attends()) continue;
     if (!layers_[i].sliding && !have_global) {
       global_mask = caches[i]->make_mask(length, std::nullopt);
       have_global = true;
@@ -637,8 +659,9 @@ mx::array DenseTransformer::hidden_states(const mx::array& tokens,
   // Fresh full-length caches: the keys of the whole sequence, whatever the
   // layer's window (the mask bounds what a sliding layer sees).
   for (size_t i = 0; i < layers_.size(); ++i) {
-    StandardKvCache cache;
-    h = layers_[i](h, layers_[i].sliding ? sliding_mask : global_mask, cache, adapters);
+    std::unique_ptr<KvCache> cache =
+        layers_[i].attends() ? std::make_unique<StandardKvCache>() : make_cache(i);
+    h = layers_[i](h, layers_[i].sliding ? sliding_mask : global_mask, *cache, adapters);
   }
   return (*final_norm_)(h);
 }
@@ -718,14 +741,16 @@ std::optional<std::string> DenseTransformer::adapter_training_refusal() const {
   return std::nullopt;
 }
 
+std::unique_ptr<KvCache> DenseTransformer::make_cache(std::size_t index) const {
+  const auto& layer = layers_[index];
+  if (!layer.attends()) return std::make_unique<ConvStateCache>();
+  if (layer.sliding) return std::make_unique<RotatingKvCache>(spec_.sliding_window.value_or(4096));
+  return std::make_unique<StandardKvCache>();
+}
+
 CacheList DenseTransformer::make_caches() const {
   CacheList caches;
-  for (const auto& layer : layers_) {
-    if (layer.sliding)
-      caches.push_back(std::make_unique<RotatingKvCache>(spec_.sliding_window.value_or(4096)));
-    else
-      caches.push_back(std::make_unique<StandardKvCache>());
-  }
+  for (std::size_t i = 0; i < layers_.size(); ++i) caches.push_back(make_cache(i));
   return caches;
 }
 

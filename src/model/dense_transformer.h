@@ -12,6 +12,7 @@
 #include "model/layers.h"
 #include "model/mlp.h"
 #include "model/rope.h"
+#include "model/short_conv.h"
 #include "model/sparse_moe.h"
 #include "model/transformer_spec.h"
 
@@ -87,9 +88,10 @@ struct Attention {
 };
 
 struct TransformerBlock {
-  Attention attention;
-  Mlp mlp;                       // the feed-forward branch, unless
-  std::optional<SparseMoe> moe;  // a mixture of experts replaces it
+  Attention attention;            // the token mixer, unless
+  std::optional<ShortConv> conv;  // a short convolution replaces it (lfm2)
+  Mlp mlp;                        // the feed-forward branch, unless
+  std::optional<SparseMoe> moe;   // a mixture of experts replaces it
   BlockLayout layout = BlockLayout::sequential;
   std::optional<Norm> input_norm;  // none in a post-norm block (olmo2)
   // llama: before the MLP; gemma, olmo2: on the attention output; none in
@@ -109,6 +111,8 @@ struct TransformerBlock {
   size_t bytes_per_token() const;
   // The MLP, or the mixture of experts in its place.
   mlx::core::array feed_forward(const mlx::core::array& x, const RowAdapters& adapters) const;
+  // Whether attention mixes its tokens (and its cache holds keys and values).
+  bool attends() const { return !conv; }
 
  private:
   // norm → attention → residual → norm → MLP → residual, with `attend`
@@ -149,6 +153,8 @@ class DenseTransformer : public LanguageModel {
   size_t weight_bytes_per_token() const override;
   size_t weight_bytes() const override;
   const TransformerSpec& spec() const { return spec_; }
+  // Its cache's kind for layer `index`, empty.
+  std::unique_ptr<KvCache> make_cache(std::size_t index) const;
   // Layers whose decode step runs as one fused node.
   int fused_layer_count() const;
 
@@ -157,6 +163,9 @@ class DenseTransformer : public LanguageModel {
                               int index) const;
   Mlp load_mlp(WeightStore& weights, const QuantizationConfig& quantization,
                const std::string& prefix) const;
+  // The attention of block `index`.
+  void load_attention(WeightStore& weights, const QuantizationConfig& quantization, int index,
+                      TransformerBlock& block) const;
   // A block's q and k norms, per the spec's kind.
   void load_qk_norms(WeightStore& weights, const std::string& prefix, Attention& attention) const;
 
@@ -164,7 +173,8 @@ class DenseTransformer : public LanguageModel {
   mlx::core::array embed(const mlx::core::array& tokens) const;
   // The final norm and the output head → logits.
   mlx::core::array head(const mlx::core::array& h, const RowAdapters& adapters) const;
-  // The first layer of each kind asks its cache for the mask: [global, sliding].
+  // The first attention layer of each kind asks its cache for the mask:
+  // [global, sliding].
   std::pair<AttentionMask, AttentionMask> masks_of(const CacheList& caches, int length) const;
 
   TransformerSpec spec_;

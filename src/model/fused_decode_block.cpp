@@ -316,14 +316,14 @@ bool fused_step_covers(const TransformerBlock& block) {
   const auto& attention = block.attention;
   const auto& mlp = block.mlp;
   auto rms = [](const std::optional<Norm>& norm) { return !norm || norm->kind() == NormKind::rms; };
-  return !block.moe && block.input_norm && !block.pre_feedforward_norm && !block.residual_scale &&
-         block.layout == BlockLayout::sequential && block.input_norm->kind() == NormKind::rms &&
-         block.post_attention_norm && block.post_attention_norm->kind() == NormKind::rms &&
-         rms(attention.q_norm) && rms(attention.k_norm) && !attention.qk_norm_full_width &&
-         !attention.qk_norm_after_rope && attention.upcast == AttentionUpcast::none &&
-         !attention.softcap && !attention.query_position_scale &&
-         attention.kernels == KernelMode::fast && attention.rope.fast_kernel &&
-         !attention.rope.dynamic && mlp.gate_proj &&
+  return block.attends() && !block.moe && block.input_norm && !block.pre_feedforward_norm &&
+         !block.residual_scale && block.layout == BlockLayout::sequential &&
+         block.input_norm->kind() == NormKind::rms && block.post_attention_norm &&
+         block.post_attention_norm->kind() == NormKind::rms && rms(attention.q_norm) &&
+         rms(attention.k_norm) && !attention.qk_norm_full_width && !attention.qk_norm_after_rope &&
+         attention.upcast == AttentionUpcast::none && !attention.softcap &&
+         !attention.query_position_scale && attention.kernels == KernelMode::fast &&
+         attention.rope.fast_kernel && !attention.rope.dynamic && mlp.gate_proj &&
          (mlp.activation == MlpActivation::silu || mlp.activation == MlpActivation::gelu_approx);
 }
 

@@ -1,8 +1,11 @@
 #pragma once
-// Per-layer attention caches behind one interface, mirroring mlx-lm's
-// KVCache and RotatingKVCache so the stock path stays bit-exact. Models touch
-// a cache only through update_and_fetch() and offset(); the cache kind comes
-// from the model (make_caches), never from branches in attention.
+// Per-layer caches behind one interface, mirroring mlx-lm's KVCache and
+// RotatingKVCache so the stock path stays bit-exact. Attention touches a
+// cache only through update_and_fetch() and offset(); the cache kind comes
+// from the model (make_caches), never from branches in attention. A layer
+// that mixes tokens otherwise keeps a state of its own behind the same
+// interface (as_conv_state()); the engine sees only offsets, trimming,
+// sizes, clones and saved states.
 #include <mlx/array.h>
 
 #include <memory>
@@ -22,10 +25,11 @@ struct KvQuantization {
 };
 
 class QuantizedKvCache;
+class ConvStateCache;
 
-// One item of a cache's saved state: an array, or an integer that mlx-lm
-// keeps as a Python int (offsets, sizes).
-using CacheStateItem = std::variant<mlx::core::array, int>;
+// One item of a cache's saved state: an array, an integer that mlx-lm
+// keeps as a Python int (offsets, sizes), or a Python None (monostate).
+using CacheStateItem = std::variant<mlx::core::array, int, std::monostate>;
 
 // A cache's contents as mlx-lm's caches give them (their `state`), its items
 // named as mlx.utils.tree_flatten names them ("0", "2", "0.1" for the
@@ -33,7 +37,8 @@ using CacheStateItem = std::variant<mlx::core::array, int>;
 // (model/prompt_cache_file.h) are written from it, and cache_from_state()
 // makes the cache again.
 struct CacheState {
-  std::string kind;  // mlx-lm's class: KVCache, RotatingKVCache or QuantizedKVCache
+  // mlx-lm's class: KVCache, RotatingKVCache, QuantizedKVCache or ArraysCache
+  std::string kind;
   std::vector<std::pair<std::string, CacheStateItem>> items;
   // The array item named `name`; throws Error where there is none.
   const mlx::core::array& array(const std::string& name) const;
@@ -97,6 +102,9 @@ class KvCache {
   // This cache when it holds its keys and values quantized (attention then
   // reads them packed), else null.
   virtual QuantizedKvCache* as_quantized() { return nullptr; }
+  // This cache when it holds a convolution's recurrent state instead of
+  // keys and values (model/conv_state_cache.h), else null.
+  virtual ConvStateCache* as_conv_state() { return nullptr; }
   virtual std::optional<KvQuantization> quantization() const { return std::nullopt; }
   // Storage kind with its parameters, e.g. "kv" or "rotating(max=512,keep=0)";
   // caches with equal signatures can be exchanged between requests.

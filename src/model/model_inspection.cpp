@@ -1,5 +1,6 @@
 #include "model/model_inspection.h"
 
+#include <algorithm>
 #include <set>
 
 #include "io/error.h"
@@ -49,6 +50,12 @@ std::string describe(const TransformerSpec& spec) {
     text += ", " + std::to_string(routed) + " routed layers of " +
             std::to_string(spec.moe->num_experts) + " experts (" + std::to_string(spec.moe->top_k) +
             " per token)";
+  }
+  if (spec.short_conv) {
+    const auto convolutions =
+        std::count(spec.layer_mixers.begin(), spec.layer_mixers.end(), TokenMixer::short_conv);
+    text += ", " + std::to_string(convolutions) + " short-convolution layers of " +
+            std::to_string(spec.short_conv->kernel_size) + " taps";
   }
   if (spec.bidirectional) text += "; an encoder (attention both ways): embeddings, not text";
   return text;

@@ -3,12 +3,14 @@
 #include <mlx/ops.h>
 #include <mlx/transforms.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <unordered_map>
 
 #include "io/error.h"
 #include "io/safetensors_file.h"
+#include "model/conv_state_cache.h"
 
 namespace mlx_cpp {
 namespace mx = mlx::core;
@@ -29,6 +31,17 @@ std::optional<std::pair<int, std::string>> split_layer(const std::string& name) 
   auto layer = parse_index(std::string_view(name).substr(0, dot));
   if (!layer) return std::nullopt;
   return std::pair{*layer, name.substr(dot + 1)};
+}
+
+// mlx-lm's ArraysCache saves no token count: a convolution layer's cache
+// takes the attention layers' (all of a prompt's layers saw its tokens).
+void count_recurrent_tokens(CacheList& caches) {
+  int tokens = 0;
+  for (const auto& cache : caches)
+    if (!cache->as_conv_state()) tokens = std::max(tokens, cache->offset());
+  for (auto& cache : caches)
+    if (auto* conv = cache->as_conv_state(); conv && conv->offset() == 0 && conv->conv_state())
+      cache = std::make_unique<ConvStateCache>(*conv->conv_state(), tokens);
 }
 
 class Reader {
@@ -81,6 +94,10 @@ class Reader {
         items.emplace_back(split->second, array);
         continue;
       }
+      if (scalar->second == "none") {
+        items.emplace_back(split->second, std::monostate{});
+        continue;
+      }
       if (scalar->second != "scalar")
         fail("tensor " + name + " is a " + scalar->second +
              " item, which no supported cache kind holds");
@@ -95,6 +112,7 @@ class Reader {
         fail("layer " + std::to_string(layer) + ": " + error.what());
       }
     }
+    count_recurrent_tokens(contents.caches);
     return contents;
   }
 
@@ -121,6 +139,12 @@ SafetensorsImage prompt_cache_image(const CacheList& caches,
       const std::string name = std::to_string(layer) + "." + item;
       if (const auto* array = std::get_if<mx::array>(&value)) {
         arrays.emplace_back(name, mx::contiguous(*array));
+      } else if (std::holds_alternative<std::monostate>(value)) {
+        // A Python None: an empty array typed "none", as mlx-lm saves it.
+        arrays.emplace_back(name, mx::array({}, mx::float32));
+        const std::string entry = "2." + std::to_string(++scalars);
+        image.metadata[entry + ".0"] = name;
+        image.metadata[entry + ".1"] = "none";
       } else {
         arrays.emplace_back(name, mx::array(std::get<int>(value)));
         const std::string entry = "2." + std::to_string(++scalars);

@@ -146,6 +146,18 @@ struct MoeSpec {
   double sparsemixer_jitter = 0.01;  // phimoe's router_jitter_noise
 };
 
+// What mixes a layer's tokens: attention over keys and values, or lfm2's
+// gated short convolution over the last few tokens (a recurrent state
+// instead of a growing cache).
+enum class TokenMixer { attention, short_conv };
+
+// lfm2's convolution layers: in_proj to three parts B, C, x; a depthwise
+// causal convolution of B * x over `kernel_size` tokens; C times it; out_proj.
+struct ShortConvSpec {
+  int kernel_size = 3;  // conv_L_cache: the state keeps kernel_size - 1 tokens
+  bool bias = false;    // on the projections and the convolution
+};
+
 struct TransformerSpec {
   std::string model_type;  // after remapping (mistral → llama, ...)
   int hidden_size = 0;
@@ -211,6 +223,10 @@ struct TransformerSpec {
   // makes hidden states for embeddings (LanguageModel::hidden_states), not
   // text.
   bool bidirectional = false;
+
+  // Hybrids (lfm2): each layer's token mixer; empty: attention throughout.
+  std::vector<TokenMixer> layer_mixers;
+  std::optional<ShortConvSpec> short_conv;
 
   // Mixture of experts: the routed MLP of the layers marked in
   // layer_is_moe (the others keep the dense MLP).

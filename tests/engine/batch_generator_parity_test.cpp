@@ -36,6 +36,8 @@ std::vector<std::string> batch_cases() {
     for (const char* quant : {"bf16", "q4"}) names.push_back(std::string(arch) + "_" + quant);
   for (const auto& arch : testing::moe_architectures())
     for (const char* quant : {"f32", "q4"}) names.push_back(arch + "_" + quant);
+  for (const auto& arch : testing::hybrid_architectures())
+    for (const char* quant : {"bf16", "q4"}) names.push_back(arch + "_" + quant);
   return names;
 }
 

@@ -15,6 +15,10 @@ std::vector<std::string> moe_architectures() {
           "granitemoe", "ernie4_5_moe", "glm4_moe",  "dots1"};
 }
 
+std::vector<std::string> hybrid_architectures() {
+  return {"lfm2"};
+}
+
 std::vector<std::string> model_golden_cases() {
   std::vector<std::string> names;
   for (const char* arch :
@@ -29,6 +33,8 @@ std::vector<std::string> model_golden_cases() {
   // their dense case is float32 (model_goldens.py).
   for (const auto& arch : moe_architectures())
     for (const char* quant : {"f32", "q4", "q8"}) names.push_back(arch + "_" + quant);
+  for (const auto& arch : hybrid_architectures())
+    for (const char* quant : {"bf16", "q4", "q8"}) names.push_back(arch + "_" + quant);
   // A float32 checkpoint with float32 scales, as converted GGUF K-quants are.
   names.push_back("qwen2_q4f32");
   // 6-bit weights, as the converter writes GGUF Q6_K.

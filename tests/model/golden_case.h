@@ -14,6 +14,9 @@ namespace mlx_cpp::testing {
 std::vector<std::string> model_golden_cases();
 // The mixture-of-experts model_types among them.
 std::vector<std::string> moe_architectures();
+// Layers of other token mixers beside attention (model_goldens.py's last
+// architectures).
+std::vector<std::string> hybrid_architectures();
 
 struct GoldenCase {
   std::filesystem::path directory;

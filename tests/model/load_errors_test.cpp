@@ -126,6 +126,68 @@ TEST(ModelInspection, MixtureOfExpertsTier) {
   EXPECT_FALSE(report.weight_problems);
 }
 
+TEST(ModelInspection, HybridNamesItsConvolutionLayers) {
+  auto report = inspect_model(testing::GoldenCase::load("lfm2_q4").model_directory);
+  EXPECT_EQ(report.tier, "generic dense");
+  EXPECT_NE(report.shape.find("2 short-convolution layers of 3 taps"), std::string::npos)
+      << report.shape;
+  EXPECT_FALSE(report.weight_problems);
+}
+
+// A hybrid's config says which layers attend and how wide the convolution
+// is; each way to get that wrong is one clear error.
+struct HybridConfigCase {
+  const char* name;
+  std::function<void(nlohmann::json&)> edit;
+  const char* error;
+};
+
+class HybridConfigErrors : public ::testing::TestWithParam<HybridConfigCase> {};
+
+TEST_P(HybridConfigErrors, AreOneClearError) {
+  const auto source = testing::GoldenCase::load("lfm2_q4").model_directory;
+  const auto directory = fs::path(MLX_CPP_BINARY_DIR) / "load_errors" / "hybrid" / GetParam().name;
+  fs::remove_all(directory);
+  fs::create_directories(directory);
+  for (const auto& entry : fs::directory_iterator(source))
+    fs::copy_file(entry.path(), directory / entry.path().filename());
+  auto config = read_json_file(directory / "config.json");
+  GetParam().edit(config);
+  write_json_file(directory / "config.json", config);
+  try {
+    load_model(directory);
+    FAIL() << "loaded";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find(GetParam().error), std::string::npos) << error.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Lfm2, HybridConfigErrors,
+    ::testing::Values(HybridConfigCase{"kernel_of_one_tap", [](auto& c) { c["conv_L_cache"] = 1; },
+                                       "conv_L_cache must be at least 2"},
+                      HybridConfigCase{"no_layer_kinds", [](auto& c) { c.erase("layer_types"); },
+                                       "must say which layers attend"},
+                      HybridConfigCase{"attention_index_past_the_layers",
+                                       [](auto& c) {
+                                         c["full_attn_idxs"] = {1, 7};
+                                       },
+                                       "not a layer of 4"},
+                      HybridConfigCase{"layer_types_of_another_length",
+                                       [](auto& c) {
+                                         c["layer_types"] = {"conv", "full_attention"};
+                                       },
+                                       "layer_types must list one type per layer"},
+                      HybridConfigCase{"block_dim_not_hidden", [](auto& c) { c["block_dim"] = 32; },
+                                       "differs from hidden_size"},
+                      HybridConfigCase{"no_feed_forward_width",
+                                       [](auto& c) {
+                                         c.erase("block_ff_dim");
+                                         c.erase("intermediate_size");
+                                       },
+                                       "intermediate_size"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
 // MLX's CPU gather_mm multiplies float32 only: bfloat16 dense experts are
 // refused at load, naming the tensor and the way out.
 TEST(MixtureOfExpertsLoad, DenseBfloat16ExpertsAreRefusedAtLoad) {

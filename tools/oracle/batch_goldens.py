@@ -42,7 +42,7 @@ from mlx_lm.generate import (  # noqa: E402
     PromptProcessingBatch,
     generate_step,
 )
-from mlx_lm.models.cache import BatchKVCache, BatchRotatingKVCache  # noqa: E402
+from mlx_lm.models.cache import ArraysCache, BatchKVCache, BatchRotatingKVCache  # noqa: E402
 from mlx_lm.utils import load_model  # noqa: E402
 
 from model_goldens import (  # noqa: E402
@@ -80,6 +80,10 @@ MAX_CALLS = 200
 
 
 def cache_state(cache):
+    if isinstance(cache, ArraysCache):  # a recurrent state (lfm2's convolutions)
+        return dict(type=type(cache).__name__,
+                    left_padding=None if cache.left_padding is None else cache.left_padding.tolist(),
+                    lengths=None if cache.lengths is None else cache.lengths.tolist())
     state = dict(type=type(cache).__name__,
                  offset=cache.offset.tolist(),
                  left_padding=cache.left_padding.tolist(),

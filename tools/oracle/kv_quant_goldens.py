@@ -66,6 +66,8 @@ def wide_heads(config):
     config["num_key_value_heads"] = 1
     if "head_dim" in config:
         config["head_dim"] = 64
+    if "block_dim" in config:  # lfm2's MLP width is its own field
+        config["block_dim"] = 128
     scaling = config.get("rope_scaling")
     if scaling and "short_factor" in scaling:  # longrope: one factor per rotated pair
         scaling = dict(scaling)

@@ -288,7 +288,17 @@ ARCHITECTURES = {
                   vocab_size=VOCAB, max_position_embeddings=4096, num_key_value_heads=2,
                   first_k_dense_replace=1, moe_intermediate_size=64, n_routed_experts=8,
                   n_shared_experts=1, norm_topk_prob=True, num_experts_per_tok=2,
-                  rope_theta=10000.0, routed_scaling_factor=2.0),}
+                  rope_theta=10000.0, routed_scaling_factor=2.0),
+
+    # A hybrid: gated short convolutions (with biases) in layers 0 and 2,
+    # attention with per-head q/k norms in 1 and 3; the MLP's width from
+    # lfm2's auto-adjust (int(2 * 192 / 3) rounded up to 32: 128).
+    "lfm2": dict(model_type="lfm2", vocab_size=VOCAB, hidden_size=64, num_hidden_layers=4,
+                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                 norm_eps=1e-5, conv_bias=True, conv_L_cache=3, block_dim=64,
+                 block_ff_dim=192, block_multiple_of=32, block_ffn_dim_multiplier=1.0,
+                 block_auto_adjust_ff_dim=True, rope_theta=1000000.0,
+                 layer_types=["conv", "full_attention", "conv", "full_attention"]),}
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
 # MLX's CPU gather_mm multiplies float32 only, so mlx-lm runs a mixture of
@@ -361,6 +371,8 @@ def randomize(model, seed, norm_center=1.0):
             new.append((name, mx.random.normal(value.shape)))
         elif ".act_fn." in name:  # XieLU's learned scalars keep their initial values
             new.append((name, value))
+        elif name.endswith("conv.weight"):  # [channels, kernel, channels / groups]: fan-in K x in
+            new.append((name, mx.random.normal(value.shape) * (value.shape[1] * value.shape[2]) ** -0.5))
         elif value.ndim in (2, 3):  # projections, and the experts' stacked ones
             new.append((name, mx.random.normal(value.shape) * value.shape[-1] ** -0.5))
         else:  # biases
