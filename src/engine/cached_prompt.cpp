@@ -3,9 +3,9 @@
 #include <mlx/ops.h>
 
 #include "io/error.h"
-#include "model/conv_state_cache.h"
 #include "model/language_model.h"
 #include "model/quantized_kv_cache.h"
+#include "model/recurrent_state_cache.h"
 #include "model/weight_store.h"
 
 namespace mlx_cpp {
@@ -14,10 +14,11 @@ namespace {
 
 // What the model's attention writes into one layer's cache: heads, key and
 // value widths and dtype, read off a cache the model has fed one token. A
-// convolution layer's state: no heads, its tokens and width.
+// recurrent layer's state: no heads, each slot's shape and dtype.
 struct LayerShape {
   int heads = 0, key_dim = 0, value_dim = 0;
   mx::Dtype dtype = mx::float32;
+  std::vector<std::pair<mx::Shape, mx::Dtype>> slots;
 };
 
 // The caches the model makes, fed one token (the probe layer_shapes reads).
@@ -31,9 +32,13 @@ CacheList probe_caches(const LanguageModel& model) {
 // (quantized: the widths its groups hold, the dtype of its scales).
 LayerShape stored_shape(const KvCache& cache) {
   const auto state = cache.saved_state();
-  if (state.kind == "ArraysCache") {
-    const auto& conv = state.array("0.0");
-    return {0, conv.shape(1), conv.shape(2), conv.dtype()};
+  if (const auto* recurrent = cache.as_recurrent_state()) {
+    LayerShape shape;
+    for (int i = 0; i < recurrent->slot_count(); ++i)
+      if (const auto& slot = recurrent->slot(i))
+        shape.slots.emplace_back(slot->shape(), slot->dtype());
+    if (!shape.slots.empty()) shape.dtype = shape.slots.front().second;
+    return shape;
   }
   if (const auto quantization = cache.quantization()) {
     const auto& scales = state.array("0.1");
@@ -50,6 +55,17 @@ std::vector<LayerShape> layer_shapes(const CacheList& probe) {
   return shapes;
 }
 
+std::string describe_slots(const LayerShape& shape) {
+  std::string text;
+  for (const auto& [dims, dtype] : shape.slots) {
+    if (!text.empty()) text += " and ";
+    for (std::size_t i = 0; i < dims.size(); ++i)
+      text += (i ? " x " : "") + std::to_string(dims[i]);
+    text += " " + dtype_name(dtype);
+  }
+  return text.empty() ? "nothing" : text;
+}
+
 void check_layer(const KvCache& cache, const KvCache& made, const LayerShape& shape,
                  const LanguageModel& model, const std::string& where) {
   if (const auto quantization = cache.quantization()) {
@@ -61,11 +77,12 @@ void check_layer(const KvCache& cache, const KvCache& made, const LayerShape& sh
                 made.signature());
   }
   const auto stored = stored_shape(cache);
-  if (made.signature() == "conv_state" &&
-      (stored.key_dim != shape.key_dim || stored.value_dim != shape.value_dim))
-    throw Error(where + " holds a convolution state of " + std::to_string(stored.key_dim) + " x " +
-                std::to_string(stored.value_dim) + " where the model keeps " +
-                std::to_string(shape.key_dim) + " x " + std::to_string(shape.value_dim));
+  if (!shape.slots.empty()) {
+    if (stored.slots != shape.slots)
+      throw Error(where + " holds a recurrent state of " + describe_slots(stored) +
+                  " where the model keeps " + describe_slots(shape));
+    return;
+  }
   if (stored.heads != shape.heads || stored.key_dim != shape.key_dim ||
       stored.value_dim != shape.value_dim)
     throw Error(where + " holds " + std::to_string(stored.heads) + " heads of " +
@@ -102,11 +119,7 @@ std::unique_ptr<KvCache> cast_cache(const KvCache& cache, mx::Dtype dtype) {
   for (auto& [name, item] : state.items)
     if (auto* array = std::get_if<mx::array>(&item); array && array->dtype() != mx::uint32)
       item = mx::astype(*array, dtype);
-  auto cast = cache_from_state(state);
-  // A convolution's saved state holds no token count: it keeps its own.
-  if (auto* conv = cast->as_conv_state())
-    return std::make_unique<ConvStateCache>(*conv->conv_state(), cache.offset());
-  return cast;
+  return cache_from_state(state);
 }
 
 }  // namespace
@@ -138,7 +151,8 @@ std::shared_ptr<const CachedPrompt> cached_prompt_from(PromptCacheContents conte
     // a file the other path wrote is cast to what this one keeps.
     if (contents.caches.size() == shapes.size())
       for (std::size_t layer = 0; layer < shapes.size(); ++layer)
-        if (stored_shape(*contents.caches[layer]).dtype != shapes[layer].dtype)
+        if (shapes[layer].slots.empty() &&
+            stored_shape(*contents.caches[layer]).dtype != shapes[layer].dtype)
           contents.caches[layer] = cast_cache(*contents.caches[layer], shapes[layer].dtype);
     check_against(contents.caches, model, shapes);
     check_cached_prompt_scheme(contents.caches, scheme);

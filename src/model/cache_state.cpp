@@ -6,9 +6,9 @@
 #include <map>
 
 #include "io/error.h"
-#include "model/conv_state_cache.h"
 #include "model/kv_cache.h"
 #include "model/quantized_kv_cache.h"
+#include "model/recurrent_state_cache.h"
 
 namespace mlx_cpp {
 namespace mx = mlx::core;
@@ -36,15 +36,16 @@ class StateItems {
     return *value;
   }
 
-  // A recurrent state [1, ...] of `dims` dimensions.
-  const mx::array& state_array(const std::string& name, size_t dims) const {
+  // A recurrent state [1, ...]: one sequence's, float.
+  const mx::array& state_array(const std::string& name) const {
     const auto* value = std::get_if<mx::array>(&find(name));
     if (!value) throw Error(describe(name) + " is not an array");
-    if (value->ndim() != dims || value->shape(0) != 1 || !is_float(value->dtype()))
-      throw Error(describe(name) + " must be a float array [1, ...] of " + std::to_string(dims) +
-                  " dimensions (one sequence's state)");
+    if (value->ndim() < 2 || value->shape(0) != 1 || !is_float(value->dtype()))
+      throw Error(describe(name) + " must be a float array [1, ...] (one sequence's state)");
     return *value;
   }
+
+  bool has(const std::string& name) const { return items_.count(name) > 0; }
 
   bool is_none(const std::string& name) const {
     return std::holds_alternative<std::monostate>(find(name));
@@ -109,16 +110,20 @@ std::unique_ptr<KvCache> rotating_from(const StateItems& items) {
   return std::make_unique<RotatingKvCache>(max_size, keep, keys, values, offset, index);
 }
 
-// mlx-lm's ArraysCache of one array (lfm2's convolution state [1, kernel
-// - 1, hidden]) and no padding or lengths; its token count comes from the
-// other layers (count_recurrent_tokens in prompt_cache_file.cpp).
-std::unique_ptr<KvCache> conv_state_from(const StateItems& items) {
-  const auto& state = items.state_array("0.0", 3);
+// mlx-lm's ArraysCache: its slots "0.0", "0.1", ... (lfm2's convolution
+// state, qwen3_5's and its recurrent state) and no padding or lengths; its
+// token count comes from the other layers (count_recurrent_tokens in
+// prompt_cache_file.cpp).
+std::unique_ptr<KvCache> recurrent_state_from(const StateItems& items) {
+  std::vector<std::optional<mx::array>> slots;
+  while (items.has("0." + std::to_string(slots.size())))
+    slots.emplace_back(items.state_array("0." + std::to_string(slots.size())));
+  if (slots.empty()) throw Error(items.describe("0.0") + " is missing");
   if (!items.is_none("1") || !items.is_none("2"))
     throw Error(items.describe("1") +
                 ": left padding and lengths belong to batches; a saved "
                 "prompt holds one sequence");
-  return std::make_unique<ConvStateCache>(state, 0);
+  return std::make_unique<RecurrentStateCache>(std::move(slots), 0);
 }
 
 PackedKv packed_from(const StateItems& items, const std::string& prefix,
@@ -177,7 +182,7 @@ std::unique_ptr<KvCache> cache_from_state(const CacheState& state) {
   if (state.kind == "KVCache") return standard_from(items);
   if (state.kind == "RotatingKVCache") return rotating_from(items);
   if (state.kind == "QuantizedKVCache") return quantized_from(items);
-  if (state.kind == "ArraysCache") return conv_state_from(items);
+  if (state.kind == "ArraysCache") return recurrent_state_from(items);
   throw Error("cache kind " + state.kind +
               " is not supported (KVCache, RotatingKVCache, QuantizedKVCache and ArraysCache are)");
 }

@@ -9,8 +9,8 @@
 #include "kernels/kernels.h"
 #include "model/activations.h"
 #include "model/adapter_binding.h"
-#include "model/conv_state_cache.h"
 #include "model/quantized_attention.h"
+#include "model/recurrent_state_cache.h"
 #include "model/weight_store.h"
 
 namespace mlx_cpp {
@@ -322,7 +322,7 @@ mx::array TransformerBlock::apply(const mx::array& x, const RowAdapters& adapter
 mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& mask,
                                        KvCache& cache, const RowAdapters& adapters) const {
   return apply(x, adapters, [&](const mx::array& normed) {
-    return conv ? (*conv)(normed, *cache.as_conv_state(), adapters)
+    return conv ? (*conv)(normed, *cache.as_recurrent_state(), adapters)
                 : attention(normed, mask, cache, adapters);
   });
 }
@@ -743,7 +743,7 @@ std::optional<std::string> DenseTransformer::adapter_training_refusal() const {
 
 std::unique_ptr<KvCache> DenseTransformer::make_cache(std::size_t index) const {
   const auto& layer = layers_[index];
-  if (!layer.attends()) return std::make_unique<ConvStateCache>();
+  if (!layer.attends()) return std::make_unique<RecurrentStateCache>(1);
   if (layer.sliding) return std::make_unique<RotatingKvCache>(spec_.sliding_window.value_or(4096));
   return std::make_unique<StandardKvCache>();
 }

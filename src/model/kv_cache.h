@@ -4,7 +4,7 @@
 // cache only through update_and_fetch() and offset(); the cache kind comes
 // from the model (make_caches), never from branches in attention. A layer
 // that mixes tokens otherwise keeps a state of its own behind the same
-// interface (as_conv_state()); the engine sees only offsets, trimming,
+// interface (as_recurrent_state()); the engine sees only offsets, trimming,
 // sizes, clones and saved states.
 #include <mlx/array.h>
 
@@ -25,7 +25,7 @@ struct KvQuantization {
 };
 
 class QuantizedKvCache;
-class ConvStateCache;
+class RecurrentStateCache;
 
 // One item of a cache's saved state: an array, an integer that mlx-lm
 // keeps as a Python int (offsets, sizes), or a Python None (monostate).
@@ -102,9 +102,11 @@ class KvCache {
   // This cache when it holds its keys and values quantized (attention then
   // reads them packed), else null.
   virtual QuantizedKvCache* as_quantized() { return nullptr; }
-  // This cache when it holds a convolution's recurrent state instead of
-  // keys and values (model/conv_state_cache.h), else null.
-  virtual ConvStateCache* as_conv_state() { return nullptr; }
+  // This cache when it holds a recurrent state (a convolution's, a linear
+  // attention's) instead of keys and values (model/recurrent_state_cache.h),
+  // else null.
+  virtual RecurrentStateCache* as_recurrent_state() { return nullptr; }
+  virtual const RecurrentStateCache* as_recurrent_state() const { return nullptr; }
   virtual std::optional<KvQuantization> quantization() const { return std::nullopt; }
   // Storage kind with its parameters, e.g. "kv" or "rotating(max=512,keep=0)";
   // caches with equal signatures can be exchanged between requests.

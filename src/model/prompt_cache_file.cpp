@@ -10,7 +10,7 @@
 
 #include "io/error.h"
 #include "io/safetensors_file.h"
-#include "model/conv_state_cache.h"
+#include "model/recurrent_state_cache.h"
 
 namespace mlx_cpp {
 namespace mx = mlx::core;
@@ -33,15 +33,15 @@ std::optional<std::pair<int, std::string>> split_layer(const std::string& name) 
   return std::pair{*layer, name.substr(dot + 1)};
 }
 
-// mlx-lm's ArraysCache saves no token count: a convolution layer's cache
+// mlx-lm's ArraysCache saves no token count: a recurrent layer's cache
 // takes the attention layers' (all of a prompt's layers saw its tokens).
 void count_recurrent_tokens(CacheList& caches) {
   int tokens = 0;
   for (const auto& cache : caches)
-    if (!cache->as_conv_state()) tokens = std::max(tokens, cache->offset());
+    if (!cache->as_recurrent_state()) tokens = std::max(tokens, cache->offset());
   for (auto& cache : caches)
-    if (auto* conv = cache->as_conv_state(); conv && conv->offset() == 0 && conv->conv_state())
-      cache = std::make_unique<ConvStateCache>(*conv->conv_state(), tokens);
+    if (auto* recurrent = cache->as_recurrent_state(); recurrent && recurrent->offset() == 0)
+      recurrent->set_offset(tokens);
 }
 
 class Reader {

@@ -2,8 +2,8 @@
 
 #include <mlx/ops.h>
 
-#include "model/conv_state_cache.h"
 #include "model/dense_transformer.h"
+#include "model/recurrent_state_cache.h"
 #include "model/weight_store.h"
 
 namespace mlx_cpp {
@@ -31,20 +31,19 @@ ShortConv ShortConv::load(WeightStore& weights, const QuantizationConfig& quanti
   return conv;
 }
 
-mx::array ShortConv::convolve(const mx::array& gated, ConvStateCache& cache) const {
+mx::array ShortConv::convolve(const mx::array& gated, RecurrentStateCache& cache) const {
   const int batch = gated.shape(0), length = gated.shape(1), hidden = gated.shape(2);
   const int keep = kernel_size - 1;
-  auto state =
-      cache.conv_state() ? *cache.conv_state() : mx::zeros({batch, keep, hidden}, gated.dtype());
+  auto state = cache.slot(0) ? *cache.slot(0) : mx::zeros({batch, keep, hidden}, gated.dtype());
   auto window = mx::concatenate({state, gated}, 1);  // [B, keep + L, hidden]
   const int total = window.shape(1);
-  cache.advance(mx::slice(window, {0, total - keep, 0}, {batch, total, hidden}), length);
+  cache.advance({mx::slice(window, {0, total - keep, 0}, {batch, total, hidden})}, length);
   auto out = mx::conv1d(window, conv_weight, /*stride=*/1, /*padding=*/0, /*dilation=*/1,
                         /*groups=*/hidden);
   return conv_bias ? mx::add(out, *conv_bias) : out;
 }
 
-mx::array ShortConv::operator()(const mx::array& x, ConvStateCache& cache,
+mx::array ShortConv::operator()(const mx::array& x, RecurrentStateCache& cache,
                                 const RowAdapters& adapters) const {
   auto parts = mx::split(in_proj(x, adapters), 3, -1);  // B, C, x
   auto convolved = convolve(mx::multiply(parts[0], parts[2]), cache);
@@ -59,7 +58,7 @@ mx::array ShortConv::operator()(const mx::array& x, const LayerRows& rows) const
   // Row by row, each as a batch of one runs it: consecutive positions of
   // one sequence advance their shared state in order.
   for (int b = 0; b < count; ++b) {
-    auto* cache = rows.cache(b).as_conv_state();
+    auto* cache = rows.cache(b).as_recurrent_state();
     convolved.push_back(convolve(mx::slice(gated, {b, 0, 0}, {b + 1, 1, hidden}), *cache));
   }
   auto all = count == 1 ? convolved.front() : mx::concatenate(convolved, 0);

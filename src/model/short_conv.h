@@ -1,7 +1,7 @@
 #pragma once
 // lfm2's token mixer in its convolution layers: in_proj splits into B, C
 // and x; B * x runs through a depthwise causal convolution over the last
-// kernel_size tokens (the earlier ones from the layer's ConvStateCache);
+// kernel_size tokens (the earlier ones from the layer's RecurrentStateCache);
 // C gates the result; out_proj. Composed from MLX's ops as mlx-lm's
 // ShortConv is, so the stock path is bit-exact.
 #include <mlx/array.h>
@@ -14,7 +14,7 @@
 
 namespace mlx_cpp {
 
-class ConvStateCache;
+class RecurrentStateCache;
 struct LayerRows;
 
 struct ShortConv {
@@ -30,7 +30,7 @@ struct ShortConv {
                         KernelMode kernels);
 
   // x: [B, L, hidden] → [B, L, hidden], the cache's state advanced by L.
-  mlx::core::array operator()(const mlx::core::array& x, ConvStateCache& cache,
+  mlx::core::array operator()(const mlx::core::array& x, RecurrentStateCache& cache,
                               const RowAdapters& adapters) const;
   // x: [rows, 1, hidden], each row with its own cache (or, for consecutive
   // positions, one cache the rows advance in turn).
@@ -42,7 +42,7 @@ struct ShortConv {
  private:
   // B * x [B, L, hidden] after the state: the convolution's output, and
   // the state advanced.
-  mlx::core::array convolve(const mlx::core::array& gated, ConvStateCache& cache) const;
+  mlx::core::array convolve(const mlx::core::array& gated, RecurrentStateCache& cache) const;
 };
 
 }  // namespace mlx_cpp
