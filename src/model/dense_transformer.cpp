@@ -11,6 +11,7 @@
 #include "model/adapter_binding.h"
 #include "model/quantized_attention.h"
 #include "model/recurrent_state_cache.h"
+#include "model/short_conv.h"
 #include "model/weight_store.h"
 
 namespace mlx_cpp {
@@ -322,14 +323,14 @@ mx::array TransformerBlock::apply(const mx::array& x, const RowAdapters& adapter
 mx::array TransformerBlock::operator()(const mx::array& x, const AttentionMask& mask,
                                        KvCache& cache, const RowAdapters& adapters) const {
   return apply(x, adapters, [&](const mx::array& normed) {
-    return conv ? (*conv)(normed, *cache.as_recurrent_state(), adapters)
-                : attention(normed, mask, cache, adapters);
+    return recurrent ? (*recurrent)(normed, *cache.as_recurrent_state(), adapters)
+                     : attention(normed, mask, cache, adapters);
   });
 }
 
 mx::array TransformerBlock::operator()(const mx::array& x, const LayerRows& rows) const {
   return apply(x, rows.adapters, [&](const mx::array& normed) {
-    return conv ? (*conv)(normed, rows) : attention(normed, rows);
+    return recurrent ? (*recurrent)(normed, rows) : attention(normed, rows);
   });
 }
 
@@ -357,8 +358,8 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
   for (int i = 0; i < spec_.num_layers; ++i) {
     const auto prefix = "model.layers." + std::to_string(i) + ".";
     auto& block = layers_[i];
-    if (block.conv)
-      block.conv->register_adapter_sites(adapter_sites_, prefix + "conv.", i);
+    if (block.recurrent)
+      block.recurrent->register_adapter_sites(adapter_sites_, prefix, i);
     else
       block.attention.register_adapter_sites(adapter_sites_, prefix + "self_attn.", i);
     if (block.moe)
@@ -373,8 +374,6 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
   const size_t hidden = spec_.hidden_size, kv = size_t(spec_.num_kv_heads) * spec_.head_dim;
   const size_t q = size_t(spec_.num_heads) * spec_.head_dim;
   const size_t attention = hidden * (q + 2 * kv) + q * hidden;
-  const size_t conv =
-      spec_.short_conv ? 4 * hidden * hidden + hidden * spec_.short_conv->kernel_size : 0;
   const size_t dense_mlp = (spec_.gated_mlp ? 3 : 2) * hidden * size_t(spec_.intermediate_size);
   size_t moe_mlp = 0;
   if (spec_.moe) {
@@ -386,7 +385,9 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
   parameter_count_ = size_t(spec_.vocab_size) * hidden * (tied ? 1 : 2);
   for (int i = 0; i < spec_.num_layers; ++i) {
     const bool routed = !spec_.layer_is_moe.empty() && spec_.layer_is_moe[i];
-    parameter_count_ += (layers_[i].conv ? conv : attention) + (routed ? moe_mlp : dense_mlp);
+    const auto& recurrent = layers_[i].recurrent;
+    parameter_count_ +=
+        (recurrent ? recurrent->parameter_count() : attention) + (routed ? moe_mlp : dense_mlp);
   }
 }
 
@@ -405,8 +406,9 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   block.residual_scale = spec_.residual_scale;
   block.sandwich_clip = spec_.sandwich_clip;
   if (!spec_.layer_mixers.empty() && spec_.layer_mixers[index] == TokenMixer::short_conv)
-    block.conv = ShortConv::load(weights, quantization, prefix + "conv.", hidden,
-                                 spec_.short_conv->kernel_size, spec_.short_conv->bias, kernels_);
+    block.recurrent =
+        ShortConv::load(weights, quantization, prefix + "conv.", hidden,
+                        spec_.short_conv->kernel_size, spec_.short_conv->bias, kernels_);
   else
     load_attention(weights, quantization, index, block);
 
@@ -529,7 +531,7 @@ size_t TransformerBlock::bytes_per_token() const {
 }
 
 size_t TransformerBlock::bytes_besides_feed_forward() const {
-  size_t total = conv ? conv->bytes() : attention.bytes();
+  size_t total = recurrent ? recurrent->bytes() : attention.bytes();
   for (const auto* norm :
        {&input_norm, &post_attention_norm, &pre_feedforward_norm, &post_feedforward_norm})
     total += *norm ? (*norm)->bytes() : 0;
@@ -743,7 +745,8 @@ std::optional<std::string> DenseTransformer::adapter_training_refusal() const {
 
 std::unique_ptr<KvCache> DenseTransformer::make_cache(std::size_t index) const {
   const auto& layer = layers_[index];
-  if (!layer.attends()) return std::make_unique<RecurrentStateCache>(1);
+  if (!layer.attends())
+    return std::make_unique<RecurrentStateCache>(layer.recurrent->state_slots());
   if (layer.sliding) return std::make_unique<RotatingKvCache>(spec_.sliding_window.value_or(4096));
   return std::make_unique<StandardKvCache>();
 }

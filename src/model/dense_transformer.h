@@ -11,8 +11,8 @@
 #include "model/language_model.h"
 #include "model/layers.h"
 #include "model/mlp.h"
+#include "model/recurrent_mixer.h"
 #include "model/rope.h"
-#include "model/short_conv.h"
 #include "model/sparse_moe.h"
 #include "model/transformer_spec.h"
 
@@ -88,10 +88,11 @@ struct Attention {
 };
 
 struct TransformerBlock {
-  Attention attention;            // the token mixer, unless
-  std::optional<ShortConv> conv;  // a short convolution replaces it (lfm2)
-  Mlp mlp;                        // the feed-forward branch, unless
-  std::optional<SparseMoe> moe;   // a mixture of experts replaces it
+  Attention attention;  // the token mixer, unless
+  // a recurrent mixer replaces it (lfm2's convolution, qwen3_5's DeltaNet)
+  std::shared_ptr<RecurrentMixer> recurrent;
+  Mlp mlp;                       // the feed-forward branch, unless
+  std::optional<SparseMoe> moe;  // a mixture of experts replaces it
   BlockLayout layout = BlockLayout::sequential;
   std::optional<Norm> input_norm;  // none in a post-norm block (olmo2)
   // llama: before the MLP; gemma, olmo2: on the attention output; none in
@@ -112,7 +113,7 @@ struct TransformerBlock {
   // The MLP, or the mixture of experts in its place.
   mlx::core::array feed_forward(const mlx::core::array& x, const RowAdapters& adapters) const;
   // Whether attention mixes its tokens (and its cache holds keys and values).
-  bool attends() const { return !conv; }
+  bool attends() const { return !recurrent; }
 
  private:
   // norm → attention → residual → norm → MLP → residual, with `attend`

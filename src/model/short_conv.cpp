@@ -9,14 +9,15 @@
 namespace mlx_cpp {
 namespace mx = mlx::core;
 
-ShortConv ShortConv::load(WeightStore& weights, const QuantizationConfig& quantization,
-                          const std::string& prefix, int hidden, int kernel_size, bool bias,
-                          KernelMode kernels) {
-  ShortConv conv;
-  conv.kernel_size = kernel_size;
-  conv.in_proj =
+std::shared_ptr<ShortConv> ShortConv::load(WeightStore& weights,
+                                           const QuantizationConfig& quantization,
+                                           const std::string& prefix, int hidden, int kernel_size,
+                                           bool bias, KernelMode kernels) {
+  auto conv = std::make_shared<ShortConv>();
+  conv->kernel_size_ = kernel_size;
+  conv->in_proj_ =
       Linear::load(weights, quantization, prefix + "in_proj", hidden, 3 * hidden, bias, kernels);
-  conv.out_proj =
+  conv->out_proj_ =
       Linear::load(weights, quantization, prefix + "out_proj", hidden, hidden, bias, kernels);
   const auto name = prefix + "conv.weight";
   const auto* stored = weights.find(name);
@@ -26,32 +27,32 @@ ShortConv ShortConv::load(WeightStore& weights, const QuantizationConfig& quanti
                           stored->shape(2) == kernel_size && kernel_size > 1;
   auto weight = weights.take(
       name, transposed ? mx::Shape{hidden, 1, kernel_size} : mx::Shape{hidden, kernel_size, 1});
-  conv.conv_weight = transposed ? mx::transpose(weight, {0, 2, 1}) : weight;
-  if (bias) conv.conv_bias = weights.take(prefix + "conv.bias", mx::Shape{hidden});
+  conv->conv_weight_ = transposed ? mx::transpose(weight, {0, 2, 1}) : weight;
+  if (bias) conv->conv_bias_ = weights.take(prefix + "conv.bias", mx::Shape{hidden});
   return conv;
 }
 
 mx::array ShortConv::convolve(const mx::array& gated, RecurrentStateCache& cache) const {
   const int batch = gated.shape(0), length = gated.shape(1), hidden = gated.shape(2);
-  const int keep = kernel_size - 1;
+  const int keep = kernel_size_ - 1;
   auto state = cache.slot(0) ? *cache.slot(0) : mx::zeros({batch, keep, hidden}, gated.dtype());
   auto window = mx::concatenate({state, gated}, 1);  // [B, keep + L, hidden]
   const int total = window.shape(1);
   cache.advance({mx::slice(window, {0, total - keep, 0}, {batch, total, hidden})}, length);
-  auto out = mx::conv1d(window, conv_weight, /*stride=*/1, /*padding=*/0, /*dilation=*/1,
+  auto out = mx::conv1d(window, conv_weight_, /*stride=*/1, /*padding=*/0, /*dilation=*/1,
                         /*groups=*/hidden);
-  return conv_bias ? mx::add(out, *conv_bias) : out;
+  return conv_bias_ ? mx::add(out, *conv_bias_) : out;
 }
 
 mx::array ShortConv::operator()(const mx::array& x, RecurrentStateCache& cache,
                                 const RowAdapters& adapters) const {
-  auto parts = mx::split(in_proj(x, adapters), 3, -1);  // B, C, x
+  auto parts = mx::split(in_proj_(x, adapters), 3, -1);  // B, C, x
   auto convolved = convolve(mx::multiply(parts[0], parts[2]), cache);
-  return out_proj(mx::multiply(parts[1], convolved), adapters);
+  return out_proj_(mx::multiply(parts[1], convolved), adapters);
 }
 
 mx::array ShortConv::operator()(const mx::array& x, const LayerRows& rows) const {
-  auto parts = mx::split(in_proj(x, rows.adapters), 3, -1);
+  auto parts = mx::split(in_proj_(x, rows.adapters), 3, -1);
   auto gated = mx::multiply(parts[0], parts[2]);  // [rows, 1, hidden]
   const int count = x.shape(0), hidden = gated.shape(2);
   std::vector<mx::array> convolved;
@@ -62,17 +63,23 @@ mx::array ShortConv::operator()(const mx::array& x, const LayerRows& rows) const
     convolved.push_back(convolve(mx::slice(gated, {b, 0, 0}, {b + 1, 1, hidden}), *cache));
   }
   auto all = count == 1 ? convolved.front() : mx::concatenate(convolved, 0);
-  return out_proj(mx::multiply(parts[1], all), rows.adapters);
+  return out_proj_(mx::multiply(parts[1], all), rows.adapters);
 }
 
 size_t ShortConv::bytes() const {
-  return in_proj.bytes() + out_proj.bytes() + conv_weight.nbytes() +
-         (conv_bias ? conv_bias->nbytes() : 0);
+  return in_proj_.bytes() + out_proj_.bytes() + conv_weight_.nbytes() +
+         (conv_bias_ ? conv_bias_->nbytes() : 0);
 }
 
-void ShortConv::register_adapter_sites(AdapterSites& sites, const std::string& prefix, int layer) {
-  sites.add(prefix + "in_proj", layer, in_proj);
-  sites.add(prefix + "out_proj", layer, out_proj);
+size_t ShortConv::parameter_count() const {
+  const size_t hidden = conv_weight_.shape(0);
+  return 4 * hidden * hidden + hidden * kernel_size_;
+}
+
+void ShortConv::register_adapter_sites(AdapterSites& sites, const std::string& layer_prefix,
+                                       int layer) {
+  sites.add(layer_prefix + "conv.in_proj", layer, in_proj_);
+  sites.add(layer_prefix + "conv.out_proj", layer, out_proj_);
 }
 
 }  // namespace mlx_cpp
