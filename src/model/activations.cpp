@@ -63,6 +63,22 @@ std::vector<mx::array> xielu_graph(const std::vector<mx::array>& inputs) {
   return {mx::where(mx::greater(x, mx::array(0, x.dtype())), positive, negative)};
 }
 
+// mlx-lm's gated_delta.compute_g: the per-head decay
+// exp(-exp(A_log) * softplus(a + dt_bias)) in float32.
+std::vector<mx::array> delta_decay_graph(const std::vector<mx::array>& inputs) {
+  const auto &a_log = inputs[0], &a = inputs[1], &dt_bias = inputs[2];
+  auto rate = mx::negative(mx::exp(mx::astype(a_log, mx::float32)));
+  return {mx::exp(mx::multiply(rate, softplus(mx::add(a, dt_bias))))};
+}
+
+// mlx-lm's activations.precise_swiglu: silu(gate) * x in float32, in h's dtype.
+std::vector<mx::array> precise_swiglu_graph(const std::vector<mx::array>& inputs) {
+  const auto &h = inputs[0], &gate = inputs[1], &x = inputs[2];
+  auto gate32 = mx::astype(gate, mx::float32);
+  auto silu = mx::multiply(gate32, mx::sigmoid(gate32));
+  return {mx::astype(mx::multiply(silu, mx::astype(x, mx::float32)), h.dtype())};
+}
+
 std::vector<mx::array> clip_residual_graph(const std::vector<mx::array>& inputs) {
   const auto& x = inputs[0];
   const auto& y = inputs[1];
@@ -103,6 +119,16 @@ mx::array xielu(const mx::array& x, const mx::array& alpha_p, const mx::array& a
                 const mx::array& beta, const mx::array& eps) {
   static auto compiled = mx::compile(xielu_graph, /*shapeless=*/true);
   return compiled({x, alpha_p, alpha_n, beta, eps})[0];
+}
+
+mx::array delta_decay(const mx::array& a_log, const mx::array& a, const mx::array& dt_bias) {
+  static auto compiled = mx::compile(delta_decay_graph, /*shapeless=*/true);
+  return compiled({a_log, a, dt_bias})[0];
+}
+
+mx::array precise_swiglu(const mx::array& h, const mx::array& gate, const mx::array& x) {
+  static auto compiled = mx::compile(precise_swiglu_graph, /*shapeless=*/true);
+  return compiled({h, gate, x})[0];
 }
 
 mx::array clip_residual(const mx::array& x, const mx::array& y) {

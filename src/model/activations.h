@@ -20,6 +20,14 @@ mlx::core::array relu_squared(const mlx::core::array& x);
 mlx::core::array xielu(const mlx::core::array& x, const mlx::core::array& alpha_p,
                        const mlx::core::array& alpha_n, const mlx::core::array& beta,
                        const mlx::core::array& eps);
+// The gated delta rule's decay per value head, float32:
+// exp(-exp(A_log) * softplus(a + dt_bias)) (mlx-lm's compute_g).
+mlx::core::array delta_decay(const mlx::core::array& a_log, const mlx::core::array& a,
+                             const mlx::core::array& dt_bias);
+// silu(gate) * x computed in float32, returned in h's dtype (qwen3_5's
+// gated norm; mlx-lm's precise_swiglu).
+mlx::core::array precise_swiglu(const mlx::core::array& h, const mlx::core::array& gate,
+                                const mlx::core::array& x);
 // x + y; for float16, added in float32 and clipped to the float16 range.
 mlx::core::array clip_residual(const mlx::core::array& x, const mlx::core::array& y);
 

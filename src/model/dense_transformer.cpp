@@ -9,6 +9,7 @@
 #include "kernels/kernels.h"
 #include "model/activations.h"
 #include "model/adapter_binding.h"
+#include "model/gated_delta_net.h"
 #include "model/quantized_attention.h"
 #include "model/recurrent_state_cache.h"
 #include "model/short_conv.h"
@@ -19,6 +20,7 @@ namespace mx = mlx::core;
 
 struct Attention::Heads {
   mx::array queries, keys, values;
+  std::optional<mx::array> gate;  // [B, L, heads * head_dim] (output_gate)
 };
 
 Attention::Heads Attention::project_heads(const mx::array& x, const RowAdapters& adapters) const {
@@ -36,6 +38,12 @@ Attention::Heads Attention::project_heads(const mx::array& x, const RowAdapters&
     return mx::transpose(shaped, {0, 2, 1, 3});  // [B, H, L, D]
   };
   auto qkv = Linear::apply_all(x, {&q_proj, &k_proj, &v_proj}, adapters);
+  std::optional<mx::array> gate;
+  if (output_gate) {  // per head: its queries, then its gate
+    auto halves = mx::split(mx::reshape(qkv[0], {batch, length, num_heads, -1}), 2, -1);
+    qkv[0] = halves[0];
+    gate = mx::reshape(halves[1], {batch, length, -1});
+  }
   if (qk_norm_full_width) {
     qkv[0] = (*q_norm)(qkv[0]);
     qkv[1] = (*k_norm)(qkv[1]);
@@ -46,7 +54,7 @@ Attention::Heads Attention::project_heads(const mx::array& x, const RowAdapters&
   const std::optional<Norm> none;
   return {split_heads(qkv[0], num_heads, per_head ? q_norm : none),
           split_heads(qkv[1], num_kv_heads, per_head ? k_norm : none),
-          split_heads(qkv[2], num_kv_heads, none)};
+          split_heads(qkv[2], num_kv_heads, none), gate};
 }
 
 namespace {
@@ -200,17 +208,20 @@ std::optional<mx::array> Attention::attend_in_place(const mx::array& queries,
   return kernels::gpu::decode_attention(queries, keys, values, lengths, scale, stream);
 }
 
-mx::array Attention::output(const mx::array& attended, const RowAdapters& adapters) const {
+mx::array Attention::output(const mx::array& attended, const Heads& heads,
+                            const RowAdapters& adapters) const {
   const int batch = attended.shape(0), length = attended.shape(2);
-  if (kernels == KernelMode::fast && length == 1)  // [B, H, 1, D] -> [B, 1, H * D]
-    return o_proj(mx::reshape(attended, {batch, 1, -1}), adapters);
-  return o_proj(mx::reshape(mx::transpose(attended, {0, 2, 1, 3}), {batch, length, -1}), adapters);
+  auto merged = kernels == KernelMode::fast && length == 1  // [B, H, 1, D] -> [B, 1, H * D]
+                    ? mx::reshape(attended, {batch, 1, -1})
+                    : mx::reshape(mx::transpose(attended, {0, 2, 1, 3}), {batch, length, -1});
+  if (heads.gate) merged = mx::multiply(merged, mx::sigmoid(*heads.gate));
+  return o_proj(merged, adapters);
 }
 
 mx::array Attention::operator()(const mx::array& x, const AttentionMask& mask, KvCache& cache,
                                 const RowAdapters& adapters) const {
   auto heads = project_heads(x, adapters);
-  return output(attend(heads.queries, heads.keys, heads.values, mask, cache), adapters);
+  return output(attend(heads.queries, heads.keys, heads.values, mask, cache), heads, adapters);
 }
 
 void Attention::register_adapter_sites(AdapterSites& sites, const std::string& prefix, int layer) {
@@ -268,7 +279,8 @@ mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const
   if (x.shape(1) != 1) throw std::invalid_argument("[Attention] batch rows take one token each");
   auto heads = project_heads(x, rows.adapters);
   // On the GPU all rows at once, each over its own cache, in one kernel.
-  if (auto attended = attend_rows_at_once(heads, rows)) return output(*attended, rows.adapters);
+  if (auto attended = attend_rows_at_once(heads, rows))
+    return output(*attended, heads, rows.adapters);
   // Each row on its own, exactly as a batch of one runs it: its keys and
   // values never meet another row's.
   std::vector<mx::array> attended;
@@ -279,7 +291,7 @@ mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const
                               row_of(heads.values, row), rows.masks[b], rows.cache(b),
                               rows.sliding ? batch_row.ring_newest_first : std::nullopt));
   }
-  return output(mx::concatenate(attended, 0), rows.adapters);
+  return output(mx::concatenate(attended, 0), heads, rows.adapters);
 }
 
 mx::array TransformerBlock::feed_forward(const mx::array& x, const RowAdapters& adapters) const {
@@ -340,8 +352,15 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
     // A mixture of experts runs MLX's ops throughout: its routing is
     // discontinuous, and the fast kernels' rounding upstream of a router
     // changes which experts run (logit errors 3-7x the fast path's bound
-    // on the tiny test checkpoints), not just the last bits.
-    : spec_(std::move(spec)), kernels_(spec_.moe ? KernelMode::stock : options.kernels) {
+    // on the tiny test checkpoints), not just the last bits. So does a
+    // model with gated DeltaNet layers: their per-head normalizations (the
+    // L2 norms of q and k, the gated RMSNorm of the output) amplify any
+    // rounding upstream; on the tiny checkpoints the stock path is itself
+    // 5-10% of the largest logit away from the float32 forward, and the fast
+    // kernels' different (float32) accumulation lands as far from it, past
+    // the fast path's bound.
+    : spec_(std::move(spec)),
+      kernels_(spec_.moe || spec_.gated_delta ? KernelMode::stock : options.kernels) {
   embed_tokens_ = Embedding::load(weights, quantization, "model.embed_tokens", spec_.vocab_size,
                                   spec_.hidden_size, kernels_);
   for (int i = 0; i < spec_.num_layers; ++i)
@@ -405,10 +424,14 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
   block.sliding = spec_.layer_is_sliding[index];
   block.residual_scale = spec_.residual_scale;
   block.sandwich_clip = spec_.sandwich_clip;
-  if (!spec_.layer_mixers.empty() && spec_.layer_mixers[index] == TokenMixer::short_conv)
+  const auto mixer = spec_.layer_mixers.empty() ? TokenMixer::attention : spec_.layer_mixers[index];
+  if (mixer == TokenMixer::short_conv)
     block.recurrent =
         ShortConv::load(weights, quantization, prefix + "conv.", hidden,
                         spec_.short_conv->kernel_size, spec_.short_conv->bias, kernels_);
+  else if (mixer == TokenMixer::gated_delta)
+    block.recurrent = GatedDeltaNet::load(weights, quantization, prefix + "linear_attn.", hidden,
+                                          *spec_.gated_delta, spec_.norm_eps, kernels_);
   else
     load_attention(weights, quantization, index, block);
 
@@ -435,7 +458,9 @@ void DenseTransformer::load_attention(WeightStore& weights, const QuantizationCo
     return Linear::load(weights, quantization, prefix + name, in, out, bias, kernels_);
   };
   auto& attention = block.attention;
-  attention.q_proj = linear("self_attn.q_proj", hidden, q_dims, spec_.qkv_bias);
+  attention.output_gate = spec_.attention_output_gate;
+  attention.q_proj = linear("self_attn.q_proj", hidden,
+                            q_dims * (spec_.attention_output_gate ? 2 : 1), spec_.qkv_bias);
   attention.k_proj = linear("self_attn.k_proj", hidden, kv_dims, spec_.qkv_bias);
   attention.v_proj = linear("self_attn.v_proj", hidden, kv_dims, spec_.qkv_bias);
   attention.o_proj = linear("self_attn.o_proj", q_dims, hidden, spec_.output_bias);

@@ -39,6 +39,9 @@ struct Attention {
   AttentionUpcast upcast = AttentionUpcast::none;
   std::optional<float> softcap;  // gemma2: attention computed from ops, logits capped
   std::optional<QueryPositionScale> query_position_scale;  // ministral3
+  // qwen3_5: q_proj gives each head its queries then a gate of as many
+  // values; the output goes into o_proj times sigmoid(gate).
+  bool output_gate = false;
   RotaryEmbedding rope;
   int num_heads = 0, num_kv_heads = 0;
   float scale = 1.0f;
@@ -83,8 +86,10 @@ struct Attention {
   // not apply.
   std::optional<mlx::core::array> attend_in_place(const mlx::core::array& queries,
                                                   const KvCache& cache) const;
-  // [B, heads, L, head_dim] → [B, L, hidden]
-  mlx::core::array output(const mlx::core::array& attended, const RowAdapters& adapters) const;
+  // [B, heads, L, head_dim] → [B, L, hidden], times sigmoid(gate) before
+  // o_proj where the queries came with one.
+  mlx::core::array output(const mlx::core::array& attended, const Heads& heads,
+                          const RowAdapters& adapters) const;
 };
 
 struct TransformerBlock {

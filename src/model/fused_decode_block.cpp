@@ -310,7 +310,7 @@ RmsWeights norm_of(const Norm& norm) {
 
 // Whether the block is the llama-family block the step computes: RMS
 // norms before each branch, a gated MLP of an activation it has a kernel
-// for, plain attention (no softcap, casts or query scales) and a rope of a
+// for, plain attention (no softcap, casts, query scales or output gate) and a rope of a
 // fixed base.
 bool fused_step_covers(const TransformerBlock& block) {
   const auto& attention = block.attention;
@@ -322,8 +322,9 @@ bool fused_step_covers(const TransformerBlock& block) {
          block.post_attention_norm->kind() == NormKind::rms && rms(attention.q_norm) &&
          rms(attention.k_norm) && !attention.qk_norm_full_width && !attention.qk_norm_after_rope &&
          attention.upcast == AttentionUpcast::none && !attention.softcap &&
-         !attention.query_position_scale && attention.kernels == KernelMode::fast &&
-         attention.rope.fast_kernel && !attention.rope.dynamic && mlp.gate_proj &&
+         !attention.query_position_scale && !attention.output_gate &&
+         attention.kernels == KernelMode::fast && attention.rope.fast_kernel &&
+         !attention.rope.dynamic && mlp.gate_proj &&
          (mlp.activation == MlpActivation::silu || mlp.activation == MlpActivation::gelu_approx);
 }
 

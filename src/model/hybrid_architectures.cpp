@@ -84,10 +84,70 @@ TransformerSpec lfm2(const ConfigReader& config) {
   return spec;
 }
 
+// Qwen 3.5: gated DeltaNet layers, every full_attention_interval-th layer
+// attention instead (per-head q/k norms, partial rope, an output gate from
+// the second half of q_proj), a swiglu MLP. Rope comes from
+// rope_parameters, with mlx-lm's defaults (theta 100000, a quarter of
+// each head rotating) when the config has none.
+TransformerSpec qwen3_5(const ConfigReader& config) {
+  if (config.int_or("num_experts", 0) > 0)
+    throw Error("config.json (model_type qwen3_5): the mixture-of-experts variant (num_experts " +
+                std::to_string(config.int_or("num_experts", 0)) + ") is not supported yet");
+  auto spec = common_fields(config);
+  spec.num_kv_heads = config.int_or("num_key_value_heads", 8);
+  spec.head_dim = config.int_or("head_dim", spec.hidden_size / spec.num_heads);
+  spec.max_position_embeddings = config.int_or("max_position_embeddings", 131072);
+  spec.qk_norm = true;
+  spec.attention_output_gate = true;
+  spec.qkv_bias = spec.output_bias = config.bool_or("attention_bias", false);
+  nlohmann::json parameters = {{"type", "default"},
+                               {"mrope_section", {11, 11, 10}},
+                               {"rope_theta", 100000},
+                               {"partial_rotary_factor", 0.25}};
+  if (config.has("rope_parameters")) parameters = config.object_or_null("rope_parameters");
+  double theta = config.number_or("rope_theta", 100000.0);
+  double partial = config.number_or("partial_rotary_factor", 0.25);
+  nlohmann::json scaling = config.object_or_null("rope_scaling");
+  if (parameters.is_object() && !parameters.empty()) {
+    if (!parameters.contains("type") && parameters.contains("rope_type"))
+      parameters["type"] = parameters["rope_type"];
+    theta = parameters.value("rope_theta", 100000.0);
+    partial = parameters.value("partial_rotary_factor", 0.25);
+    scaling = parameters;
+  }
+  spec.global_rope = {float(theta), false, scaling};
+  spec.rotary_dims = int(spec.head_dim * partial);
+  spec.tied_head = tied_if(config.bool_or("tie_word_embeddings", false));
+
+  const int interval = config.int_or("full_attention_interval", 4);  // int_or: positive
+  spec.layer_mixers.assign(spec.num_layers, TokenMixer::gated_delta);
+  for (int i = interval - 1; i < spec.num_layers; i += interval)
+    spec.layer_mixers[i] = TokenMixer::attention;
+  GatedDeltaSpec delta;
+  delta.key_heads = config.int_or("linear_num_key_heads", 16);
+  delta.value_heads = config.int_or("linear_num_value_heads", 64);
+  delta.key_dim = config.int_or("linear_key_head_dim", 192);
+  delta.value_dim = config.int_or("linear_value_head_dim", 128);
+  delta.kernel_size = config.int_or("linear_conv_kernel_dim", 4);
+  if (delta.value_heads % delta.key_heads != 0)
+    throw Error("config.json: linear_num_value_heads " + std::to_string(delta.value_heads) +
+                " is not a multiple of linear_num_key_heads " + std::to_string(delta.key_heads));
+  if (delta.kernel_size < 2) throw Error("config.json: linear_conv_kernel_dim must be at least 2");
+  spec.gated_delta = delta;
+  // The multimodal wrapper's text stack ("language_model." is stripped at
+  // load); its multi-token-prediction layers are not loaded.
+  spec.ignored_weight_prefixes = {"mtp."};
+  finish_attention(spec);
+  return spec;
+}
+
 }  // namespace
 
 const BuilderTable& hybrid_builders() {
-  static const BuilderTable builders = {{"lfm2", lfm2}};
+  // qwen3_5_text: the text_config's model_type, which wins when a
+  // multimodal config is flattened.
+  static const BuilderTable builders = {
+      {"lfm2", lfm2}, {"qwen3_5", qwen3_5}, {"qwen3_5_text", qwen3_5}};
   return builders;
 }
 

@@ -146,16 +146,26 @@ struct MoeSpec {
   double sparsemixer_jitter = 0.01;  // phimoe's router_jitter_noise
 };
 
-// What mixes a layer's tokens: attention over keys and values, or lfm2's
-// gated short convolution over the last few tokens (a recurrent state
-// instead of a growing cache).
-enum class TokenMixer { attention, short_conv };
+// What mixes a layer's tokens: attention over keys and values, lfm2's
+// gated short convolution over the last few tokens, or qwen3_5's gated
+// DeltaNet (a recurrent state instead of a growing cache, both).
+enum class TokenMixer { attention, short_conv, gated_delta };
 
 // lfm2's convolution layers: in_proj to three parts B, C, x; a depthwise
 // causal convolution of B * x over `kernel_size` tokens; C times it; out_proj.
 struct ShortConvSpec {
   int kernel_size = 3;  // conv_L_cache: the state keeps kernel_size - 1 tokens
   bool bias = false;    // on the projections and the convolution
+};
+
+// qwen3_5's linear-attention layers: in_proj_qkv through a depthwise causal
+// convolution (silu) into queries and keys of key_heads and values of
+// value_heads; the gated delta rule's recurrent state per value head
+// [value_dim, key_dim]; an RMSNorm gated by silu(in_proj_z); out_proj.
+struct GatedDeltaSpec {
+  int key_heads = 0, value_heads = 0;
+  int key_dim = 0, value_dim = 0;  // per head
+  int kernel_size = 4;             // linear_conv_kernel_dim
 };
 
 struct TransformerSpec {
@@ -173,10 +183,11 @@ struct TransformerSpec {
   bool qkv_bias = false;
   bool output_bias = false;  // o_proj bias
   bool mlp_bias = false;
-  bool qk_norm = false;         // per-head RMSNorm on q and k before rope
-  bool sandwich_norms = false;  // gemma: post-attention and pre/post feed-forward norms
-  bool sandwich_clip = true;    // gemma 3 clips float16 residual sums; glm4 adds plainly
-  bool post_norms = false;      // olmo2: no input norm; the attention and MLP outputs are normed
+  bool qk_norm = false;                // per-head RMSNorm on q and k before rope
+  bool attention_output_gate = false;  // qwen3_5: sigmoid(gate) of q_proj's second half
+  bool sandwich_norms = false;         // gemma: post-attention and pre/post feed-forward norms
+  bool sandwich_clip = true;           // gemma 3 clips float16 residual sums; glm4 adds plainly
+  bool post_norms = false;  // olmo2: no input norm; the attention and MLP outputs are normed
   bool qk_norm_full_width = false;  // olmo2: q/k norms over the whole projection
   bool qk_norm_after_rope = false;  // hunyuan: the norms act on the rotated q/k
   NormKind qk_norm_kind = NormKind::rms;
@@ -227,6 +238,7 @@ struct TransformerSpec {
   // Hybrids (lfm2): each layer's token mixer; empty: attention throughout.
   std::vector<TokenMixer> layer_mixers;
   std::optional<ShortConvSpec> short_conv;
+  std::optional<GatedDeltaSpec> gated_delta;
 
   // Mixture of experts: the routed MLP of the layers marked in
   // layer_is_moe (the others keep the dense MLP).

@@ -16,7 +16,7 @@ std::vector<std::string> moe_architectures() {
 }
 
 std::vector<std::string> hybrid_architectures() {
-  return {"lfm2"};
+  return {"lfm2", "qwen3_5"};
 }
 
 std::vector<std::string> model_golden_cases() {

@@ -82,9 +82,9 @@ TEST_F(LoadErrors, UnknownModelTypeListsSupported) {
 }
 
 TEST_F(LoadErrors, UnknownModelTypeNamesTheClosestSupported) {
-  edit_config([](auto& config) { config["model_type"] = "qwen3_5"; });
+  edit_config([](auto& config) { config["model_type"] = "qwen3_vl"; });
   auto message = load_error();
-  EXPECT_NE(message.find("(closest supported: qwen3)"), std::string::npos) << message;
+  EXPECT_NE(message.find("(closest supported: qwen3, qwen3_5)"), std::string::npos) << message;
   EXPECT_EQ(closest_model_types("gemma2x").front(), "gemma2");
   EXPECT_EQ(closest_model_types("starcoder"), std::vector<std::string>{"starcoder2"});
   EXPECT_TRUE(closest_model_types("rwkv7").empty());
@@ -137,6 +137,7 @@ TEST(ModelInspection, HybridNamesItsConvolutionLayers) {
 // A hybrid's config says which layers attend and how wide the convolution
 // is; each way to get that wrong is one clear error.
 struct HybridConfigCase {
+  const char* source;  // the golden case whose checkpoint is edited
   const char* name;
   std::function<void(nlohmann::json&)> edit;
   const char* error;
@@ -145,7 +146,7 @@ struct HybridConfigCase {
 class HybridConfigErrors : public ::testing::TestWithParam<HybridConfigCase> {};
 
 TEST_P(HybridConfigErrors, AreOneClearError) {
-  const auto source = testing::GoldenCase::load("lfm2_q4").model_directory;
+  const auto source = testing::GoldenCase::load(GetParam().source).model_directory;
   const auto directory = fs::path(MLX_CPP_BINARY_DIR) / "load_errors" / "hybrid" / GetParam().name;
   fs::remove_all(directory);
   fs::create_directories(directory);
@@ -164,28 +165,48 @@ TEST_P(HybridConfigErrors, AreOneClearError) {
 
 INSTANTIATE_TEST_SUITE_P(
     Lfm2, HybridConfigErrors,
-    ::testing::Values(HybridConfigCase{"kernel_of_one_tap", [](auto& c) { c["conv_L_cache"] = 1; },
-                                       "conv_L_cache must be at least 2"},
-                      HybridConfigCase{"no_layer_kinds", [](auto& c) { c.erase("layer_types"); },
-                                       "must say which layers attend"},
-                      HybridConfigCase{"attention_index_past_the_layers",
-                                       [](auto& c) {
-                                         c["full_attn_idxs"] = {1, 7};
-                                       },
-                                       "not a layer of 4"},
-                      HybridConfigCase{"layer_types_of_another_length",
-                                       [](auto& c) {
-                                         c["layer_types"] = {"conv", "full_attention"};
-                                       },
-                                       "layer_types must list one type per layer"},
-                      HybridConfigCase{"block_dim_not_hidden", [](auto& c) { c["block_dim"] = 32; },
-                                       "differs from hidden_size"},
-                      HybridConfigCase{"no_feed_forward_width",
-                                       [](auto& c) {
-                                         c.erase("block_ff_dim");
-                                         c.erase("intermediate_size");
-                                       },
-                                       "intermediate_size"}),
+    ::testing::Values(
+        HybridConfigCase{"lfm2_q4", "kernel_of_one_tap", [](auto& c) { c["conv_L_cache"] = 1; },
+                         "conv_L_cache must be at least 2"},
+        HybridConfigCase{"lfm2_q4", "no_layer_kinds", [](auto& c) { c.erase("layer_types"); },
+                         "must say which layers attend"},
+        HybridConfigCase{"lfm2_q4", "attention_index_past_the_layers",
+                         [](auto& c) {
+                           c["full_attn_idxs"] = {1, 7};
+                         },
+                         "not a layer of 4"},
+        HybridConfigCase{"lfm2_q4", "layer_types_of_another_length",
+                         [](auto& c) {
+                           c["layer_types"] = {"conv", "full_attention"};
+                         },
+                         "layer_types must list one type per layer"},
+        HybridConfigCase{"lfm2_q4", "block_dim_not_hidden", [](auto& c) { c["block_dim"] = 32; },
+                         "differs from hidden_size"},
+        HybridConfigCase{"lfm2_q4", "no_feed_forward_width",
+                         [](auto& c) {
+                           c.erase("block_ff_dim");
+                           c.erase("intermediate_size");
+                         },
+                         "intermediate_size"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+INSTANTIATE_TEST_SUITE_P(
+    Qwen3_5, HybridConfigErrors,
+    ::testing::Values(HybridConfigCase{"qwen3_5_q4", "experts",
+                                       [](auto& c) { c["num_experts"] = 8; },
+                                       "mixture-of-experts variant"},
+                      HybridConfigCase{"qwen3_5_q4", "value_heads_not_a_multiple",
+                                       [](auto& c) { c["linear_num_value_heads"] = 3; },
+                                       "is not a multiple of linear_num_key_heads"},
+                      HybridConfigCase{"qwen3_5_q4", "kernel_of_one_tap",
+                                       [](auto& c) { c["linear_conv_kernel_dim"] = 1; },
+                                       "linear_conv_kernel_dim must be at least 2"},
+                      HybridConfigCase{"qwen3_5_q4", "no_attention_interval",
+                                       [](auto& c) { c["full_attention_interval"] = 0; },
+                                       "'full_attention_interval' must be a positive integer"},
+                      HybridConfigCase{"qwen3_5_q4", "state_of_another_width",
+                                       [](auto& c) { c["linear_value_head_dim"] = 32; },
+                                       "linear_attn"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // MLX's CPU gather_mm multiplies float32 only: bfloat16 dense experts are

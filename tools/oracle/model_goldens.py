@@ -298,7 +298,17 @@ ARCHITECTURES = {
                  norm_eps=1e-5, conv_bias=True, conv_L_cache=3, block_dim=64,
                  block_ff_dim=192, block_multiple_of=32, block_ffn_dim_multiplier=1.0,
                  block_auto_adjust_ff_dim=True, rope_theta=1000000.0,
-                 layer_types=["conv", "full_attention", "conv", "full_attention"]),}
+                 layer_types=["conv", "full_attention", "conv", "full_attention"]),
+    # Gated DeltaNet layers (every layer but each full_attention_interval-th)
+    # with more value than key heads, and gated attention with partial rope.
+    "qwen3_5": dict(model_type="qwen3_5", vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                    num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                    rms_norm_eps=1e-6, max_position_embeddings=4096, linear_num_value_heads=4,
+                    linear_num_key_heads=2, linear_key_head_dim=32, linear_value_head_dim=16,
+                    linear_conv_kernel_dim=4, full_attention_interval=2,
+                    tie_word_embeddings=False,
+                    rope_parameters={"type": "default", "rope_theta": 100000.0,
+                                     "partial_rotary_factor": 0.25}),}
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
 # MLX's CPU gather_mm multiplies float32 only, so mlx-lm runs a mixture of
@@ -325,9 +335,10 @@ FLOAT32_CASE = ("qwen2", "q4f32", (32, 4))
 SIX_BIT_CASE = ("qwen3", "q6", (64, 6))
 
 # Prompt lengths per case: short, longer than gemma's 16-token window, and
-# (for one model) longer than the 2048-token prefill chunk.
+# (for two models) longer than the 2048-token prefill chunk.
 PROMPTS = {"short": 7, "window": 41}
-LONG_PROMPT_CASE = "llama_bf16"
+# qwen3_5: its recurrent state carried across prefill chunks.
+LONG_PROMPT_CASES = {"llama_bf16", "qwen3_5_bf16"}
 LONG_PROMPT = 2100
 
 SAMPLING = [
@@ -371,7 +382,7 @@ def randomize(model, seed, norm_center=1.0):
             new.append((name, mx.random.normal(value.shape)))
         elif ".act_fn." in name:  # XieLU's learned scalars keep their initial values
             new.append((name, value))
-        elif name.endswith("conv.weight"):  # [channels, kernel, channels / groups]: fan-in K x in
+        elif name.endswith(("conv.weight", "conv1d.weight")):  # [channels, K, in / groups]: fan-in K x in
             new.append((name, mx.random.normal(value.shape) * (value.shape[1] * value.shape[2]) ** -0.5))
         elif value.ndim in (2, 3):  # projections, and the experts' stacked ones
             new.append((name, mx.random.normal(value.shape) * value.shape[-1] ** -0.5))
@@ -384,7 +395,12 @@ def build_checkpoint(case_dir, arch, config, quant, seed, dtype=mx.bfloat16):
     model_class, args_class = _get_classes(config)
     model = model_class(args_class.from_dict(config))
     randomize(model, seed, 0.0 if arch in NORMS_STORED_MINUS_ONE else 1.0)
+    # What mlx-lm's converter keeps in float32 (qwen3_5's A_log) stays so.
+    keep = getattr(model, "cast_predicate", None)
+    kept = [(k, v) for k, v in tree_flatten(model.parameters()) if keep and not keep(k)]
     model.set_dtype(dtype)
+    if kept:
+        model.load_weights(kept, strict=False)
     config = dict(config)
     if quant is not None:
         group_size, bits = quant
@@ -427,7 +443,7 @@ def make_case(out, arch, quant_name, config, seed, quant, dtype=mx.bfloat16):
     model, _ = load_model(model_dir)
 
     prompts = dict(PROMPTS)
-    if name == LONG_PROMPT_CASE:
+    if name in LONG_PROMPT_CASES:
         prompts["long"] = LONG_PROMPT
     key = mx.random.key(seed + 1000)
     arrays, goldens = {}, {"name": name, "architecture": arch, "prompts": {}}
