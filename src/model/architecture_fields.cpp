@@ -73,6 +73,14 @@ TransformerSpec fields_besides_feed_forward(const ConfigReader& config, const ch
   return spec;
 }
 
+void every_layer_moe(TransformerSpec& spec, MoeSpec moe) {
+  if (moe.top_k < 1 || moe.top_k > moe.num_experts)
+    throw Error("config.json: " + std::to_string(moe.top_k) + " experts per token of " +
+                std::to_string(moe.num_experts));
+  spec.moe = moe;
+  spec.layer_is_moe.assign(spec.num_layers, true);
+}
+
 TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key) {
   auto spec = fields_besides_feed_forward(config, eps_key);
   spec.intermediate_size = config.required_int("intermediate_size");

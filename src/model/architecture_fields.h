@@ -23,6 +23,8 @@ TransformerSpec common_fields(const ConfigReader& config);
 // The layer-norm families name their epsilon otherwise; everything else as
 // common_fields reads it.
 TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key);
+// Every layer's MLP a mixture of experts (top_k checked against the experts).
+void every_layer_moe(TransformerSpec& spec, MoeSpec moe);
 // fields_with_eps without intermediate_size, for configs that size their
 // feed-forward otherwise.
 TransformerSpec fields_besides_feed_forward(const ConfigReader& config, const char* eps_key);

@@ -9,14 +9,6 @@
 namespace mlx_cpp::architecture {
 namespace {
 
-void every_layer_moe(TransformerSpec& spec, MoeSpec moe) {
-  if (moe.top_k < 1 || moe.top_k > moe.num_experts)
-    throw Error("config.json: " + std::to_string(moe.top_k) + " experts per token of " +
-                std::to_string(moe.num_experts));
-  spec.moe = moe;
-  spec.layer_is_moe.assign(spec.num_layers, true);
-}
-
 // llama whose MLPs are experts chosen from the top k logits (a softmax
 // over those), under block_sparse_moe.
 TransformerSpec mixtral(const ConfigReader& config) {
