@@ -84,16 +84,16 @@ TransformerSpec lfm2(const ConfigReader& config) {
   return spec;
 }
 
-// Qwen 3.5: gated DeltaNet layers, every full_attention_interval-th layer
+// Qwen 3.5 (and qwen3_5_moe, with routed experts and a gated shared
+// expert in every layer): gated DeltaNet layers, every full_attention_interval-th layer
 // attention instead (per-head q/k norms, partial rope, an output gate from
 // the second half of q_proj), a swiglu MLP. Rope comes from
 // rope_parameters, with mlx-lm's defaults (theta 100000, a quarter of
 // each head rotating) when the config has none.
 TransformerSpec qwen3_5(const ConfigReader& config) {
-  if (config.int_or("num_experts", 0) > 0)
-    throw Error("config.json (model_type qwen3_5): the mixture-of-experts variant (num_experts " +
-                std::to_string(config.int_or("num_experts", 0)) + ") is not supported yet");
-  auto spec = common_fields(config);
+  const int experts = config.has("num_experts") ? config.required_int("num_experts") : 0;
+  auto spec =
+      experts > 0 ? fields_besides_feed_forward(config, "rms_norm_eps") : common_fields(config);
   spec.num_kv_heads = config.int_or("num_key_value_heads", 8);
   spec.head_dim = config.int_or("head_dim", spec.hidden_size / spec.num_heads);
   spec.max_position_embeddings = config.int_or("max_position_embeddings", 131072);
@@ -138,6 +138,18 @@ TransformerSpec qwen3_5(const ConfigReader& config) {
   // load); its multi-token-prediction layers are not loaded.
   spec.ignored_weight_prefixes = {"mtp."};
   finish_attention(spec);
+  if (experts > 0) {  // qwen3_5_moe: qwen3_next's sparse block in every layer
+    MoeSpec moe;
+    moe.num_experts = experts;
+    moe.top_k = config.required_int("num_experts_per_tok");
+    moe.intermediate_size = config.required_int("moe_intermediate_size");
+    moe.shared_intermediate_size = config.required_int("shared_expert_intermediate_size");
+    moe.shared_gate = true;
+    moe.top_k_form = TopKForm::highest;
+    if (config.bool_or("norm_topk_prob", true)) moe.normalization = TopKNormalization::by_sum;
+    every_layer_moe(spec, moe);
+    spec.weight_names = {{".mlp.shared_expert.", ".mlp.shared_experts."}};
+  }
   return spec;
 }
 
@@ -146,8 +158,11 @@ TransformerSpec qwen3_5(const ConfigReader& config) {
 const BuilderTable& hybrid_builders() {
   // qwen3_5_text: the text_config's model_type, which wins when a
   // multimodal config is flattened.
-  static const BuilderTable builders = {
-      {"lfm2", lfm2}, {"qwen3_5", qwen3_5}, {"qwen3_5_text", qwen3_5}};
+  static const BuilderTable builders = {{"lfm2", lfm2},
+                                        {"qwen3_5", qwen3_5},
+                                        {"qwen3_5_text", qwen3_5},
+                                        {"qwen3_5_moe", qwen3_5},
+                                        {"qwen3_5_moe_text", qwen3_5}};
   return builders;
 }
 

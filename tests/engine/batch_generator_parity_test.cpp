@@ -37,7 +37,8 @@ std::vector<std::string> batch_cases() {
   for (const auto& arch : testing::moe_architectures())
     for (const char* quant : {"f32", "q4"}) names.push_back(arch + "_" + quant);
   for (const auto& arch : testing::hybrid_architectures())
-    for (const char* quant : {"bf16", "q4"}) names.push_back(arch + "_" + quant);
+    for (const auto& quant : {testing::unquantized_case(arch), std::string("q4")})
+      names.push_back(arch + "_" + quant);
   return names;
 }
 

@@ -4,6 +4,7 @@
 #include <mlx/ops.h>
 #include <mlx/utils.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -16,7 +17,14 @@ std::vector<std::string> moe_architectures() {
 }
 
 std::vector<std::string> hybrid_architectures() {
-  return {"lfm2", "qwen3_5"};
+  return {"lfm2", "qwen3_5", "qwen3_5_moe"};
+}
+
+std::string unquantized_case(const std::string& arch) {
+  const auto moe = moe_architectures();
+  const bool routed = std::find(moe.begin(), moe.end(), arch) != moe.end() ||
+                      (arch.size() > 4 && arch.compare(arch.size() - 4, 4, "_moe") == 0);
+  return routed ? "f32" : "bf16";
 }
 
 std::vector<std::string> model_golden_cases() {
@@ -34,7 +42,8 @@ std::vector<std::string> model_golden_cases() {
   for (const auto& arch : moe_architectures())
     for (const char* quant : {"f32", "q4", "q8"}) names.push_back(arch + "_" + quant);
   for (const auto& arch : hybrid_architectures())
-    for (const char* quant : {"bf16", "q4", "q8"}) names.push_back(arch + "_" + quant);
+    for (const auto& quant : {unquantized_case(arch), std::string("q4"), std::string("q8")})
+      names.push_back(arch + "_" + quant);
   // A float32 checkpoint with float32 scales, as converted GGUF K-quants are.
   names.push_back("qwen2_q4f32");
   // 6-bit weights, as the converter writes GGUF Q6_K.

@@ -17,6 +17,9 @@ std::vector<std::string> moe_architectures();
 // Layers of other token mixers beside attention (model_goldens.py's last
 // architectures).
 std::vector<std::string> hybrid_architectures();
+// The suffix of an architecture's unquantized case: "f32" where it routes
+// experts (MLX's CPU gather_mm multiplies float32 only), else "bf16".
+std::string unquantized_case(const std::string& arch);
 
 struct GoldenCase {
   std::filesystem::path directory;
