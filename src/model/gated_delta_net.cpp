@@ -7,6 +7,7 @@
 
 #include "model/activations.h"
 #include "model/dense_transformer.h"
+#include "model/depthwise_conv_weight.h"
 #include "model/recurrent_state_cache.h"
 #include "model/weight_store.h"
 
@@ -56,16 +57,8 @@ std::shared_ptr<GatedDeltaNet> GatedDeltaNet::load(WeightStore& weights,
   net->in_proj_b_ = linear("in_proj_b", hidden, spec.value_heads);
   net->in_proj_a_ = linear("in_proj_a", hidden, spec.value_heads);
   net->out_proj_ = linear("out_proj", value_width, hidden);
-  const auto name = prefix + "conv1d.weight";
-  const auto* stored = weights.find(name);
-  // mlx-lm's sanitize turns transformers' [channels, 1, kernel] into MLX's
-  // [channels, kernel, 1].
-  const int kernel = spec.kernel_size;
-  const bool transposed = stored && stored->ndim() == 3 && stored->shape(1) == 1 &&
-                          stored->shape(2) == kernel && kernel > 1;
-  auto weight = weights.take(
-      name, transposed ? mx::Shape{conv_dim, 1, kernel} : mx::Shape{conv_dim, kernel, 1});
-  net->conv_weight_ = transposed ? mx::transpose(weight, {0, 2, 1}) : weight;
+  net->conv_weight_ =
+      load_depthwise_conv_weight(weights, prefix + "conv1d.weight", conv_dim, spec.kernel_size);
   net->dt_bias_ = weights.take(prefix + "dt_bias", mx::Shape{spec.value_heads});
   net->a_log_ = weights.take(prefix + "A_log", mx::Shape{spec.value_heads});
   net->norm_weight_ = weights.take(prefix + "norm.weight", mx::Shape{spec.value_dim});

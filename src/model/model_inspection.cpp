@@ -57,6 +57,13 @@ std::string describe(const TransformerSpec& spec) {
     text += ", " + std::to_string(convolutions) + " short-convolution layers of " +
             std::to_string(spec.short_conv->kernel_size) + " taps";
   }
+  if (spec.gated_delta) {
+    const auto delta =
+        std::count(spec.layer_mixers.begin(), spec.layer_mixers.end(), TokenMixer::gated_delta);
+    text += ", " + std::to_string(delta) + " gated DeltaNet layers (" +
+            std::to_string(spec.gated_delta->value_heads) + " value heads of " +
+            std::to_string(spec.gated_delta->value_dim) + ")";
+  }
   if (spec.bidirectional) text += "; an encoder (attention both ways): embeddings, not text";
   return text;
 }

@@ -3,6 +3,7 @@
 #include <mlx/ops.h>
 
 #include "model/dense_transformer.h"
+#include "model/depthwise_conv_weight.h"
 #include "model/recurrent_state_cache.h"
 #include "model/weight_store.h"
 
@@ -19,15 +20,8 @@ std::shared_ptr<ShortConv> ShortConv::load(WeightStore& weights,
       Linear::load(weights, quantization, prefix + "in_proj", hidden, 3 * hidden, bias, kernels);
   conv->out_proj_ =
       Linear::load(weights, quantization, prefix + "out_proj", hidden, hidden, bias, kernels);
-  const auto name = prefix + "conv.weight";
-  const auto* stored = weights.find(name);
-  // mlx-lm's sanitize turns transformers' [hidden, 1, kernel] into MLX's
-  // [hidden, kernel, 1].
-  const bool transposed = stored && stored->ndim() == 3 && stored->shape(1) == 1 &&
-                          stored->shape(2) == kernel_size && kernel_size > 1;
-  auto weight = weights.take(
-      name, transposed ? mx::Shape{hidden, 1, kernel_size} : mx::Shape{hidden, kernel_size, 1});
-  conv->conv_weight_ = transposed ? mx::transpose(weight, {0, 2, 1}) : weight;
+  conv->conv_weight_ =
+      load_depthwise_conv_weight(weights, prefix + "conv.weight", hidden, kernel_size);
   if (bias) conv->conv_bias_ = weights.take(prefix + "conv.bias", mx::Shape{hidden});
   return conv;
 }

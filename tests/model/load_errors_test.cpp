@@ -3,6 +3,7 @@
 #include <mlx/io.h>
 #include <mlx/ops.h>
 
+#include <array>
 #include <cstdio>
 #include <fstream>
 
@@ -118,20 +119,19 @@ TEST_F(LoadErrors, InspectionRefusesAnUnknownType) {
   EXPECT_NE(report.refusal.find("unsupported model_type 'rwkv7'"), std::string::npos);
 }
 
-TEST(ModelInspection, MixtureOfExpertsTier) {
-  auto report = inspect_model(testing::GoldenCase::load("qwen3_moe_q4").model_directory);
-  EXPECT_EQ(report.tier, "generic mixture of experts");
-  EXPECT_NE(report.shape.find("2 routed layers of 8 experts (2 per token)"), std::string::npos)
-      << report.shape;
-  EXPECT_FALSE(report.weight_problems);
-}
-
-TEST(ModelInspection, HybridNamesItsConvolutionLayers) {
-  auto report = inspect_model(testing::GoldenCase::load("lfm2_q4").model_directory);
-  EXPECT_EQ(report.tier, "generic dense");
-  EXPECT_NE(report.shape.find("2 short-convolution layers of 3 taps"), std::string::npos)
-      << report.shape;
-  EXPECT_FALSE(report.weight_problems);
+// Each tier's inspection names what sets its models apart.
+TEST(ModelInspection, NamesTheTierAndWhatSetsTheModelApart) {
+  const std::vector<std::array<std::string, 3>> cases = {
+      {"qwen3_moe_q4", "generic mixture of experts", "2 routed layers of 8 experts (2 per token)"},
+      {"lfm2_q4", "generic dense", "2 short-convolution layers of 3 taps"},
+      {"qwen3_5_q4", "generic dense", "2 gated DeltaNet layers (4 value heads of 16)"}};
+  for (const auto& [name, tier, shape] : cases) {
+    SCOPED_TRACE(name);
+    auto report = inspect_model(testing::GoldenCase::load(name).model_directory);
+    EXPECT_EQ(report.tier, tier);
+    EXPECT_NE(report.shape.find(shape), std::string::npos) << report.shape;
+    EXPECT_FALSE(report.weight_problems);
+  }
 }
 
 // A hybrid's config says which layers attend and how wide the convolution
@@ -192,9 +192,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 INSTANTIATE_TEST_SUITE_P(
     Qwen3_5, HybridConfigErrors,
-    ::testing::Values(HybridConfigCase{"qwen3_5_q4", "experts",
+    ::testing::Values(HybridConfigCase{"qwen3_5_q4", "experts_without_a_count_per_token",
                                        [](auto& c) { c["num_experts"] = 8; },
-                                       "mixture-of-experts variant"},
+                                       "num_experts_per_tok"},
                       HybridConfigCase{"qwen3_5_q4", "value_heads_not_a_multiple",
                                        [](auto& c) { c["linear_num_value_heads"] = 3; },
                                        "is not a multiple of linear_num_key_heads"},
