@@ -45,18 +45,18 @@ const char* tier_of(const std::filesystem::path& directory) {
 }
 
 void list_models() {
-  std::printf("%-30s %-7s %-8s %-8s %-8s %-10s %s\n", "NAME", "PULLED", "ARCH", "TIER", "PARAMS",
+  std::printf("%-30s %-7s %-12s %-8s %-8s %-10s %s\n", "NAME", "PULLED", "ARCH", "TIER", "PARAMS",
               "SIZE", "QUANTIZATION");
   for (const auto& entry : model_catalog()) {
     auto pulled = find_pulled_model(entry.name);
     std::string name = entry.name + (entry.name == default_model_name() ? " *" : "");
     if (pulled) {
-      std::printf("%-30s %-7s %-8s %-8s %-8s %-10s %s\n", name.c_str(), "yes",
+      std::printf("%-30s %-7s %-12s %-8s %-8s %-10s %s\n", name.c_str(), "yes",
                   pulled->architecture.c_str(), tier_of(pulled->directory),
                   human_parameters(pulled->parameters).c_str(),
                   human_bytes(pulled->bytes_on_disk).c_str(), pulled->quantization.c_str());
     } else {
-      std::printf("%-30s %-7s %-8s %-8s %-8s %-10s %s\n", name.c_str(), "no",
+      std::printf("%-30s %-7s %-12s %-8s %-8s %-10s %s\n", name.c_str(), "no",
                   entry.architecture.c_str(), "-", entry.parameters.c_str(), "-", "-");
     }
   }
