@@ -123,36 +123,14 @@ void gemv_rows(const Problem& p, int n_begin, int n_end) {
   }
 }
 
-template <int Bits, int Group>
-void gemv_group(const Problem& p, int n_begin, int n_end) {
-  switch (p.scale_type) {
-    case ScalarType::float16:
-      return gemv_rows<Bits, Group, ScalarType::float16>(p, n_begin, n_end);
-    case ScalarType::bfloat16:
-      return gemv_rows<Bits, Group, ScalarType::bfloat16>(p, n_begin, n_end);
-    case ScalarType::float32:
-      return gemv_rows<Bits, Group, ScalarType::float32>(p, n_begin, n_end);
-  }
-}
-
-template <int Bits>
-void gemv_bits(const Problem& p, int n_begin, int n_end) {
-  switch (p.group_size) {
-    case 32:
-      return gemv_group<Bits, 32>(p, n_begin, n_end);
-    case 64:
-      return gemv_group<Bits, 64>(p, n_begin, n_end);
-    default:
-      return gemv_group<Bits, 128>(p, n_begin, n_end);
-  }
-}
+// clang-format off
+#include "kernels/qmm_rows_dispatch.inc"
+// clang-format on
 
 }  // namespace
 
 void avx2_gemv_int16_rows(const Problem& p, int n_begin, int n_end) {
-  if (p.bits == 4) return gemv_bits<4>(p, n_begin, n_end);
-  if (p.bits == 6) return gemv_bits<6>(p, n_begin, n_end);
-  gemv_bits<8>(p, n_begin, n_end);
+  gemv_any_bits(p, n_begin, n_end);
 }
 
 }  // namespace mlx_cpp::kernels::qmm
