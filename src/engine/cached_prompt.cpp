@@ -31,15 +31,14 @@ CacheList probe_caches(const LanguageModel& model) {
 // The layer's heads, key and value widths and dtype as it stores them
 // (quantized: the widths its groups hold, the dtype of its scales).
 LayerShape stored_shape(const KvCache& cache) {
-  const auto state = cache.saved_state();
   if (const auto* recurrent = cache.as_recurrent_state()) {
     LayerShape shape;
     for (int i = 0; i < recurrent->slot_count(); ++i)
       if (const auto& slot = recurrent->slot(i))
         shape.slots.emplace_back(slot->shape(), slot->dtype());
-    if (!shape.slots.empty()) shape.dtype = shape.slots.front().second;
     return shape;
   }
+  const auto state = cache.saved_state();
   if (const auto quantization = cache.quantization()) {
     const auto& scales = state.array("0.1");
     return {state.array("0.0").shape(1), scales.shape(3) * quantization->group_size,

@@ -81,6 +81,16 @@ void every_layer_moe(TransformerSpec& spec, MoeSpec moe) {
   spec.layer_is_moe.assign(spec.num_layers, true);
 }
 
+MoeSpec shared_expert_moe(const ConfigReader& config) {
+  MoeSpec moe;
+  moe.num_experts = config.required_int("num_experts");
+  moe.top_k = config.required_int("num_experts_per_tok");
+  moe.intermediate_size = config.required_int("moe_intermediate_size");
+  moe.shared_intermediate_size = config.required_int("shared_expert_intermediate_size");
+  moe.shared_gate = true;
+  return moe;
+}
+
 TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key) {
   auto spec = fields_besides_feed_forward(config, eps_key);
   spec.intermediate_size = config.required_int("intermediate_size");

@@ -25,6 +25,9 @@ TransformerSpec common_fields(const ConfigReader& config);
 TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key);
 // Every layer's MLP a mixture of experts (top_k checked against the experts).
 void every_layer_moe(TransformerSpec& spec, MoeSpec moe);
+// qwen2_moe's experts as its config sizes them, with a shared expert behind
+// a sigmoid gate (qwen2_moe, qwen3_5_moe).
+MoeSpec shared_expert_moe(const ConfigReader& config);
 // fields_with_eps without intermediate_size, for configs that size their
 // feed-forward otherwise.
 TransformerSpec fields_besides_feed_forward(const ConfigReader& config, const char* eps_key);

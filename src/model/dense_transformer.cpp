@@ -18,6 +18,14 @@
 namespace mlx_cpp {
 namespace mx = mlx::core;
 
+mx::array row_of(const mx::array& t, int b) {
+  auto start = mx::Shape(t.ndim(), 0);
+  auto stop = t.shape();
+  start[0] = b;
+  stop[0] = b + 1;
+  return mx::slice(t, start, stop);
+}
+
 struct Attention::Heads {
   mx::array queries, keys, values;
   std::optional<mx::array> gate;  // [B, L, heads * head_dim] (output_gate)
@@ -103,13 +111,6 @@ mx::array softcapped_attention(mx::array queries, mx::array keys, mx::array valu
   auto output = mx::matmul(scores, values);
   if (repeats > 1) output = mx::reshape(output, {batch, heads, length, head_dim});
   return output;
-}
-
-// Row b of a [B, heads, L, head_dim] array, as [1, heads, L, head_dim].
-mx::array row_of(const mx::array& t, int b) {
-  auto stop = t.shape();
-  stop[0] = b + 1;
-  return mx::slice(t, {b, 0, 0, 0}, stop);
 }
 
 }  // namespace

@@ -20,6 +20,10 @@ namespace mlx_cpp {
 
 class WeightStore;
 
+// Row b of a batch [B, ...], as [1, ...]: what a row of LayerRows computes
+// on, as a batch of one.
+mlx::core::array row_of(const mlx::core::array& t, int b);
+
 // One layer's view of a batch: each row's cache of this layer and the mask
 // of its next tokens.
 struct LayerRows {

@@ -133,20 +133,13 @@ mx::array GatedDeltaNet::operator()(const mx::array& x, RecurrentStateCache& cac
 mx::array GatedDeltaNet::operator()(const mx::array& x, const LayerRows& rows) const {
   const auto projected = project(x, rows.adapters);
   const int count = x.shape(0);
-  auto row = [&](const mx::array& a, int b) {
-    auto start = mx::Shape(a.ndim(), 0);
-    auto stop = a.shape();
-    start[0] = b;
-    stop[0] = b + 1;
-    return mx::slice(a, start, stop);
-  };
   std::vector<mx::array> mixed;
   // Row by row, each as a batch of one runs it: consecutive positions of
   // one sequence advance their shared state in order.
   for (int b = 0; b < count; ++b)
-    mixed.push_back(
-        mix({row(projected.qkv, b), row(projected.z, b), row(projected.b, b), row(projected.a, b)},
-            *rows.cache(b).as_recurrent_state()));
+    mixed.push_back(mix({row_of(projected.qkv, b), row_of(projected.z, b), row_of(projected.b, b),
+                         row_of(projected.a, b)},
+                        *rows.cache(b).as_recurrent_state()));
   return out_proj_(count == 1 ? mixed.front() : mx::concatenate(mixed, 0), rows.adapters);
 }
 

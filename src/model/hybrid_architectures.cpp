@@ -139,12 +139,7 @@ TransformerSpec qwen3_5(const ConfigReader& config) {
   spec.ignored_weight_prefixes = {"mtp."};
   finish_attention(spec);
   if (experts > 0) {  // qwen3_5_moe: qwen3_next's sparse block in every layer
-    MoeSpec moe;
-    moe.num_experts = experts;
-    moe.top_k = config.required_int("num_experts_per_tok");
-    moe.intermediate_size = config.required_int("moe_intermediate_size");
-    moe.shared_intermediate_size = config.required_int("shared_expert_intermediate_size");
-    moe.shared_gate = true;
+    auto moe = shared_expert_moe(config);
     moe.top_k_form = TopKForm::highest;
     if (config.bool_or("norm_topk_prob", true)) moe.normalization = TopKNormalization::by_sum;
     every_layer_moe(spec, moe);

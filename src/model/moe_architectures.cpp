@@ -53,13 +53,7 @@ TransformerSpec qwen2_moe(const ConfigReader& config) {
   spec.tied_head = TiedHead::untied;
   spec.weight_names = {{".mlp.shared_expert.", ".mlp.shared_experts."}};
   finish_attention(spec);
-  MoeSpec moe;
-  moe.num_experts = config.required_int("num_experts");
-  moe.top_k = config.required_int("num_experts_per_tok");
-  moe.intermediate_size = config.required_int("moe_intermediate_size");
-  moe.shared_intermediate_size = config.required_int("shared_expert_intermediate_size");
-  moe.shared_gate = true;
-  every_layer_moe(spec, moe);
+  every_layer_moe(spec, shared_expert_moe(config));
   return spec;
 }
 

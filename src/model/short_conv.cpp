@@ -48,13 +48,13 @@ mx::array ShortConv::operator()(const mx::array& x, RecurrentStateCache& cache,
 mx::array ShortConv::operator()(const mx::array& x, const LayerRows& rows) const {
   auto parts = mx::split(in_proj_(x, rows.adapters), 3, -1);
   auto gated = mx::multiply(parts[0], parts[2]);  // [rows, 1, hidden]
-  const int count = x.shape(0), hidden = gated.shape(2);
+  const int count = x.shape(0);
   std::vector<mx::array> convolved;
   // Row by row, each as a batch of one runs it: consecutive positions of
   // one sequence advance their shared state in order.
   for (int b = 0; b < count; ++b) {
     auto* cache = rows.cache(b).as_recurrent_state();
-    convolved.push_back(convolve(mx::slice(gated, {b, 0, 0}, {b + 1, 1, hidden}), *cache));
+    convolved.push_back(convolve(row_of(gated, b), *cache));
   }
   auto all = count == 1 ? convolved.front() : mx::concatenate(convolved, 0);
   return out_proj_(mx::multiply(parts[1], all), rows.adapters);
