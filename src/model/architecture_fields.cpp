@@ -58,8 +58,6 @@ int head_dim_or_split(const ConfigReader& config, const TransformerSpec& spec) {
   return given ? config.required_int("head_dim") : spec.hidden_size / spec.num_heads;
 }
 
-// The layer-norm families name their epsilon otherwise; everything else as
-// common_fields reads it.
 TransformerSpec fields_besides_feed_forward(const ConfigReader& config, const char* eps_key) {
   TransformerSpec spec;
   spec.hidden_size = config.required_int("hidden_size");
@@ -91,6 +89,8 @@ MoeSpec shared_expert_moe(const ConfigReader& config) {
   return moe;
 }
 
+// The layer-norm families name their epsilon otherwise; everything else as
+// common_fields reads it.
 TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key) {
   auto spec = fields_besides_feed_forward(config, eps_key);
   spec.intermediate_size = config.required_int("intermediate_size");

@@ -22,8 +22,7 @@ std::vector<std::string> hybrid_architectures() {
 
 std::string unquantized_case(const std::string& arch) {
   const auto moe = moe_architectures();
-  const bool routed = std::find(moe.begin(), moe.end(), arch) != moe.end() ||
-                      (arch.size() > 4 && arch.compare(arch.size() - 4, 4, "_moe") == 0);
+  const bool routed = std::find(moe.begin(), moe.end(), arch) != moe.end() || arch == "qwen3_5_moe";
   return routed ? "f32" : "bf16";
 }
 

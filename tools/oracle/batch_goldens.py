@@ -80,7 +80,7 @@ MAX_CALLS = 200
 
 
 def cache_state(cache):
-    if isinstance(cache, ArraysCache):  # a recurrent state (lfm2's convolutions)
+    if isinstance(cache, ArraysCache):  # a recurrent state (lfm2, qwen3_5)
         return dict(type=type(cache).__name__,
                     left_padding=None if cache.left_padding is None else cache.left_padding.tolist(),
                     lengths=None if cache.lengths is None else cache.lengths.tolist())
