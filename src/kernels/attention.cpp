@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_rows.h"
 #include "kernels/eager.h"
 #include "kernels/gpu/decode_attention.h"
 #include "kernels/kernels.h"
@@ -47,59 +48,6 @@ constexpr int kQueryVectorsPerTask = 144;
 // from it on, a tile matmul against the transposed key block, whose
 // transposition the query vectors then amortize.
 constexpr int kMinVectorsForTiledScores = 8;
-
-// Reads rows of a 4-D array [B, H, S, D] of any strides as float32; what
-// does not change per row (strides, type, the SIMD table) is looked up once.
-class StridedRows {
- public:
-  explicit StridedRows(const mx::array& a)
-      : a_(a),
-        strides_{a.strides()[0], a.strides()[1], a.strides()[2], a.strides()[3]},
-        type_(scalar_type_of(a.dtype())),
-        ops_(vector_ops()),
-        width_(a.shape(3)),
-        item_bytes_(a.itemsize()) {}
-
-  // Asks the memory system for rows s .. s + count - 1 (nothing when
-  // count <= 0 or the rows are strided).
-  void prefetch_rows(int b, int h, int s, int count) const {
-    if (count <= 0 || strides_[3] != 1 || strides_[2] != width_) return;
-    const char* first = static_cast<const char*>(a_.data<void>()) +
-                        (b * strides_[0] + h * strides_[1] + s * strides_[2]) * item_bytes_;
-    const std::size_t bytes = static_cast<std::size_t>(count) * width_ * item_bytes_;
-    for (std::size_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(first + offset);
-  }
-
-  // Rows s .. s + count - 1 into dst[count][width]: one conversion when
-  // they are contiguous (a cache's storage), else row by row.
-  void load_rows(int b, int h, int s, int count, float* dst) const {
-    if (strides_[3] == 1 && strides_[2] == width_) {
-      std::size_t first = b * strides_[0] + h * strides_[1] + s * strides_[2];
-      ops_.load(a_.data<void>(), type_, first, count * width_, dst);
-      return;
-    }
-    for (int j = 0; j < count; ++j) load(b, h, s + j, dst + static_cast<std::size_t>(j) * width_);
-  }
-
-  void load(int b, int h, int s, float* dst) const {
-    std::size_t first = b * strides_[0] + h * strides_[1] + s * strides_[2];
-    if (strides_[3] == 1) {
-      ops_.load(a_.data<void>(), type_, first, width_, dst);
-    } else {
-      for (int i = 0; i < width_; ++i) {
-        qmm::load_as_float(a_.data<void>(), type_, first + i * strides_[3], 1, dst + i);
-      }
-    }
-  }
-
- private:
-  const mx::array& a_;
-  std::int64_t strides_[4];
-  ScalarType type_;
-  const VectorOps& ops_;
-  int width_;
-  std::size_t item_bytes_;
-};
 
 // A mask broadcast to [B, Hq, L, S] (any strides), applied to score rows.
 class MaskRows {
@@ -164,10 +112,10 @@ struct Geometry {
 };
 
 // Attends over the first key_count positions of k and v.
-Geometry plan(const mx::array& q, const mx::array& k, const mx::array& v, bool causal,
-              int key_count) {
-  Geometry g{q.shape(0), q.shape(1), k.shape(1), q.shape(2),
-             key_count,  q.shape(3), v.shape(3), q.shape(1) / k.shape(1),
+Geometry plan(const mx::array& q, const AttentionRows& keys, const AttentionRows& values,
+              bool causal, int key_count) {
+  Geometry g{q.shape(0), q.shape(1), keys.heads(),   q.shape(2),
+             key_count,  q.shape(3), values.width(), q.shape(1) / keys.heads(),
              causal};
   g.rows_per_block = std::min(g.L, (kQueryVectorsPerTask + g.group - 1) / g.group);
   g.row_blocks = (g.L + g.rows_per_block - 1) / g.rows_per_block;
@@ -192,7 +140,8 @@ struct SoftmaxState {
 // Inputs every task reads.
 struct AttentionInputs {
   const Geometry& g;
-  StridedRows queries, keys, values;
+  const StridedRows& queries;
+  const AttentionRows &keys, &values;
   std::optional<MaskRows> mask;
   float scale;
 };
@@ -259,10 +208,14 @@ class Task {
   }
 
  private:
-  // Scaled once here, so scores need no further multiply.
+  // Scaled once here, so scores need no further multiply; in the basis the
+  // keys come in.
   void load_queries() {
-    for (int m = 0; m < vectors_; ++m)
-      in_.queries.load(b_, head(m), row(m), queries_.data() + static_cast<std::size_t>(m) * g_.D);
+    for (int m = 0; m < vectors_; ++m) {
+      float* query = queries_.data() + static_cast<std::size_t>(m) * g_.D;
+      in_.queries.load_rows(b_, head(m), row(m), 1, query);
+      in_.keys.to_row_basis(query);
+    }
     ops_.scale(in_.scale, queries_.data(), vectors_ * g_.D);
   }
 
@@ -280,7 +233,7 @@ class Task {
     // are zero so the tile runs on whole vectors.
     const int columns = std::min(kKeyBlock, (count + 15) / 16 * 16);
     for (int j = 0; j < columns; ++j) {
-      if (j < count) in_.keys.load(b_, kv_head_, first + j, key_row_.data());
+      if (j < count) in_.keys.load_rows(b_, kv_head_, first + j, 1, key_row_.data());
       for (int d = 0; d < g_.D; ++d) keys[d * kKeyBlock + j] = j < count ? key_row_[d] : 0.0f;
     }
     ops_.matmul_tile(queries_.data(), g_.D, keys, kKeyBlock, scores_.data(), kKeyBlock, vectors_,
@@ -330,7 +283,7 @@ std::size_t output_row(const Geometry& g, int b, int head, int row) {
 // The task saw every key: normalizes its vectors' weighted sums of v and
 // stores them. A row whose every score is -inf gets 0 / 0 = NaN, as the
 // stock softmax.
-void store_outputs(const Task& task, mx::array& out) {
+void store_outputs(const Task& task, const AttentionRows& values, mx::array& out) {
   const Geometry& g = task.geometry();
   const VectorOps& ops = vector_ops();
   const SoftmaxState& state = task.state();
@@ -339,6 +292,7 @@ void store_outputs(const Task& task, mx::array& out) {
     const float* weighted_v = state.weighted_v.data() + static_cast<std::size_t>(m) * g.Dv;
     std::copy(weighted_v, weighted_v + g.Dv, result.begin());
     ops.scale(1.0f / state.sum[m], result.data(), g.Dv);
+    values.from_row_basis(result.data());
     ops.store(result.data(), g.Dv, out.data<void>(), scalar_type_of(out.dtype()),
               output_row(g, task.batch(), task.head(m), task.row(m)) * g.Dv);
   }
@@ -362,7 +316,8 @@ void keep_partials(const Task& task, int chunk, SoftmaxState& partials) {
 // Merges the chunks' partials of each output row (rows [range)) and stores
 // the normalized result. A row whose every score is -inf gets 0 / 0 = NaN,
 // as the stock softmax.
-void merge_chunks(const Geometry& g, const SoftmaxState& partials, Range range, mx::array& out) {
+void merge_chunks(const Geometry& g, const AttentionRows& values, const SoftmaxState& partials,
+                  Range range, mx::array& out) {
   const VectorOps& ops = vector_ops();
   std::vector<float> result(g.Dv);
   for (int row = range.begin; row < range.end; ++row) {
@@ -378,17 +333,20 @@ void merge_chunks(const Geometry& g, const SoftmaxState& partials, Range range, 
       ops.axpy(weight, partials.weighted_v.data() + (first + c) * g.Dv, result.data(), g.Dv);
     }
     ops.scale(1.0f / total, result.data(), g.Dv);
+    values.from_row_basis(result.data());
     ops.store(result.data(), g.Dv, out.data<void>(), scalar_type_of(out.dtype()),
               static_cast<std::size_t>(row) * g.Dv);
   }
 }
 
-void run_attention(const std::vector<mx::array>& in, mx::array& out, float scale, bool causal,
-                   int key_count) {
-  const Geometry g = plan(in[0], in[1], in[2], causal, key_count);
-  AttentionInputs inputs{
-      g, StridedRows(in[0]), StridedRows(in[1]), StridedRows(in[2]), std::nullopt, scale};
-  if (in.size() > 3) inputs.mask.emplace(in[3]);
+}  // namespace
+
+void run_attention(const mx::array& q, const AttentionRows& keys, const AttentionRows& values,
+                   const mx::array* mask, float scale, bool causal, int key_count, mx::array& out) {
+  const Geometry g = plan(q, keys, values, causal, key_count);
+  const StridedRows queries(q);
+  AttentionInputs inputs{g, queries, keys, values, std::nullopt, scale};
+  if (mask) inputs.mask.emplace(*mask);
   const std::size_t output_rows = static_cast<std::size_t>(g.B) * g.Hq * g.L;
   // Partials of [output row][chunk], when the keys are split.
   SoftmaxState partials(g.chunks > 1 ? output_rows * g.chunks : 0, g.Dv);
@@ -406,15 +364,24 @@ void run_attention(const std::vector<mx::array>& in, mx::array& out, float scale
     work.attend(begin, end);
 
     if (g.chunks == 1) {
-      store_outputs(work, out);
+      store_outputs(work, values, out);
     } else {
       keep_partials(work, chunk, partials);
     }
   });
   if (g.chunks > 1) {
     parallel_ranges(static_cast<int>(output_rows), 64,
-                    [&](Range range) { merge_chunks(g, partials, range, out); });
+                    [&](Range range) { merge_chunks(g, values, partials, range, out); });
   }
+}
+
+namespace {
+
+void run_attention(const std::vector<mx::array>& in, mx::array& out, float scale, bool causal,
+                   int key_count) {
+  const StridedRows keys(in[1]), values(in[2]);
+  run_attention(in[0], keys, values, in.size() > 3 ? &in[3] : nullptr, scale, causal, key_count,
+                out);
 }
 
 class AttentionFast : public FallbackPrimitive {
