@@ -180,6 +180,49 @@ mlx::core::array attention_fast(const mlx::core::array& q, const mlx::core::arra
                                 const std::optional<mlx::core::array>& mask = std::nullopt,
                                 mlx::core::StreamOrDevice s = {});
 
+// Keys or values stored packed along the head dimension, [B, H, S, ...]:
+// MLX's affine form (codes in uint32 words, a scale and a bias per group,
+// as mlx::core::quantize makes them) or TurboQuant's (codes in uint32
+// words and a float32 norm per group, as turbo_quantize makes them; no
+// biases).
+enum class KvPacking { affine, turbo };
+struct KvPackingFormat {
+  KvPacking packing = KvPacking::affine;
+  int bits = 8;
+  int group_size = 64;
+};
+struct PackedKvRows {
+  mlx::core::array codes, scales;  // scales: a TurboQuant group's norm
+  std::optional<mlx::core::array> biases;
+};
+
+// Attention (as attention_fast, same masks and semantics) over packed keys
+// and values [B, Hkv, S, ...], read in place (any strides but the last
+// axis's): each block of keys and values becomes float32 as it is scored,
+// and no dequantized copy is made. Affine: 2, 4 or 8 bits in groups of 32,
+// 64 or 128; the same as dequantizing them to float32 and attending.
+// TurboQuant: the scores and the weighted sum are taken in its rotated
+// basis (the query rotated in, the output rotated back once), equal to
+// attending over turbo_dequantize's rows up to float rounding. Returns
+// [B, Hq, L, D] in q's dtype.
+mlx::core::array packed_attention_fast(const mlx::core::array& q, const PackedKvRows& k,
+                                       const PackedKvRows& v, const KvPackingFormat& format,
+                                       float scale, bool causal = false,
+                                       const std::optional<mlx::core::array>& mask = std::nullopt,
+                                       mlx::core::StreamOrDevice s = {});
+
+// TurboQuant's codec (turbo_codec.h), bit-exact with the reference codec
+// in tools/oracle/turboquant_reference.py: x [..., d] (any float dtype,
+// taken as float32) → codes uint32 [..., d * bits / 32] and norms float32
+// [..., d / group_size]; bits 2, 3, 4 or 8, groups of 32, 64, 128 or 256
+// dividing d. CPU only (a GPU stream is refused when evaluated).
+std::pair<mlx::core::array, mlx::core::array> turbo_quantize(const mlx::core::array& x, int bits,
+                                                             int group_size,
+                                                             mlx::core::StreamOrDevice s = {});
+// The rows back, float32 [..., d].
+mlx::core::array turbo_dequantize(const mlx::core::array& codes, const mlx::core::array& norms,
+                                  int bits, int group_size, mlx::core::StreamOrDevice s = {});
+
 // Gated MLP activation: act(gate) * up with act = silu (x * sigmoid(x)) or
 // gelu_approx (tanh approximation, as mlx.nn.gelu_approx). gate and up
 // have one shape; output dtype promote_types(gate, up). float32 inside,
