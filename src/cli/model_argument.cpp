@@ -92,6 +92,11 @@ void add_kv_cache_options(CLI::App* command, KvCacheArguments& kv_cache) {
       ->add_option("--quantized-kv-start", kv_cache.quantized_start,
                    "Quantize a layer's cache once it holds this many tokens (as mlx-lm)")
       ->capture_default_str();
+  command
+      ->add_option("--kv-scheme", kv_cache.scheme,
+                   "How --kv-bits quantizes: affine (mlx-lm's) or turbo (TurboQuant: rotated, "
+                   "codebook-quantized; 2, 3, 4 or 8 bits; CPU only)")
+      ->capture_default_str();
   command->add_option("--kv-float-layers", kv_cache.float_layers,
                       "Layers whose cache stays in float under --kv-bits, e.g. 0,-1 (the first "
                       "and the last)");
@@ -100,7 +105,10 @@ void add_kv_cache_options(CLI::App* command, KvCacheArguments& kv_cache) {
 KvCacheScheme KvCacheArguments::to_scheme() const {
   KvCacheScheme scheme;
   if (bits < 0) throw Error("--kv-bits must be >= 0");
-  if (bits > 0) scheme.quantization = KvQuantization{bits, group_size};
+  if (bits > 0)
+    scheme.quantization = KvQuantization{bits, group_size, parse_kv_packing(this->scheme)};
+  else if (this->scheme != "affine")
+    throw Error("--kv-scheme needs --kv-bits");
   scheme.quantized_start = quantized_start;
   if (!float_layers.empty()) {
     if (!scheme.quantization) throw Error("--kv-float-layers needs --kv-bits");

@@ -58,11 +58,12 @@ struct SpeculativeArguments {
 void add_speculative_options(CLI::App* command, SpeculativeArguments& speculative);
 
 // KV cache flags (generate, chat, serve, bench, perplexity): --kv-bits,
-// --kv-group-size, --quantized-kv-start (mlx-lm's names and defaults) and
-// --kv-float-layers.
+// --kv-group-size, --quantized-kv-start (mlx-lm's names and defaults),
+// --kv-float-layers and --kv-scheme.
 struct KvCacheArguments {
   int bits = 0;  // 0: float caches
   int group_size = KvQuantization{}.group_size;
+  std::string scheme = "affine";
   int quantized_start = kDefaultQuantizedKvStart;
   std::string float_layers;  // e.g. "0,-1"
   KvCacheScheme to_scheme() const;

@@ -87,7 +87,10 @@ void check_layer(const KvCache& cache, const KvCache& made, const LayerShape& sh
     throw Error(where + " holds " + std::to_string(stored.heads) + " heads of " +
                 std::to_string(stored.key_dim) + " where the model's attention has " +
                 std::to_string(shape.heads) + " of " + std::to_string(shape.key_dim));
-  if (stored.dtype != shape.dtype)
+  // A TurboQuant cache keeps float32 norms whatever the model's dtype.
+  const bool turbo =
+      cache.quantization() && cache.quantization()->packing == kernels::KvPacking::turbo;
+  if (stored.dtype != shape.dtype && !turbo)
     throw Error(where + " holds " + dtype_name(stored.dtype) + " " +
                 (cache.quantization() ? "scales" : "keys") + " where the model's keys are " +
                 dtype_name(shape.dtype));
@@ -121,6 +124,12 @@ std::unique_ptr<KvCache> cast_cache(const KvCache& cache, mx::Dtype dtype) {
   return cache_from_state(state);
 }
 
+std::string describe_quantization(const KvQuantization& quantization) {
+  return std::to_string(quantization.bits) + " bits (" +
+         (quantization.packing == kernels::KvPacking::turbo ? "turbo" : "affine") +
+         ") in groups of " + std::to_string(quantization.group_size);
+}
+
 }  // namespace
 
 void check_cached_prompt_scheme(const CacheList& caches, const KvCacheScheme& scheme) {
@@ -128,10 +137,8 @@ void check_cached_prompt_scheme(const CacheList& caches, const KvCacheScheme& sc
   for (const auto& cache : caches)
     if (const auto quantization = cache->quantization();
         quantization && !(*scheme.quantization == *quantization))
-      throw Error("the cached prompt is quantized with " + std::to_string(quantization->bits) +
-                  " bits in groups of " + std::to_string(quantization->group_size) +
-                  "; the KV scheme asks for " + std::to_string(scheme.quantization->bits) +
-                  " in groups of " + std::to_string(scheme.quantization->group_size));
+      throw Error("the cached prompt is quantized with " + describe_quantization(*quantization) +
+                  "; the KV scheme asks for " + describe_quantization(*scheme.quantization));
 }
 
 void check_cached_prompt(const CacheList& caches, const LanguageModel& model,

@@ -1,11 +1,14 @@
 #include "engine/kv_cache_scheme.h"
 
+#include <mlx/device.h>
+
 #include <algorithm>
 
 #include "io/error.h"
 #include "model/language_model.h"
 
 namespace mlx_cpp {
+namespace mx = mlx::core;
 
 bool KvCacheScheme::quantizes_layer(int layer, int layers) const {
   if (!quantization) return false;
@@ -16,7 +19,9 @@ bool KvCacheScheme::quantizes_layer(int layer, int layers) const {
 
 std::string KvCacheScheme::signature() const {
   if (!quantization) return "float";
-  std::string signature = "affine(bits=" + std::to_string(quantization->bits) +
+  const bool turbo = quantization->packing == kernels::KvPacking::turbo;
+  std::string signature = std::string(turbo ? "turbo" : "affine") +
+                          "(bits=" + std::to_string(quantization->bits) +
                           ",group=" + std::to_string(quantization->group_size) +
                           ",start=" + std::to_string(quantized_start) + ",float_layers=";
   for (int layer : float_layers) signature += std::to_string(layer) + " ";
@@ -27,8 +32,14 @@ void validate_kv_cache_scheme(const KvCacheScheme& scheme, const LanguageModel& 
   if (!scheme.quantization) return;
   const auto& quantization = *scheme.quantization;
   const int bits = quantization.bits;
+  const bool turbo = quantization.packing == kernels::KvPacking::turbo;
+  if (turbo && bits != 2 && bits != 3 && bits != 4 && bits != 8)
+    throw Error("TurboQuant KV cache bits must be 2, 3, 4 or 8 (got " + std::to_string(bits) + ")");
   if (bits != 2 && bits != 3 && bits != 4 && bits != 5 && bits != 6 && bits != 8)
     throw Error("KV cache bits must be 2, 3, 4, 5, 6 or 8 (got " + std::to_string(bits) + ")");
+  if (turbo && mx::default_device() != mx::Device::cpu)
+    throw Error(
+        "TurboQuant KV caches run on the CPU only (use --device cpu, or --kv-scheme affine)");
   const int group = quantization.group_size;
   if (group != 32 && group != 64 && group != 128)
     throw Error("KV cache group size must be 32, 64 or 128 (got " + std::to_string(group) + ")");
@@ -48,6 +59,12 @@ void validate_kv_cache_scheme(const KvCacheScheme& scheme, const LanguageModel& 
                                       caches[layer]->quantized(quantization) != nullptr);
   if (!quantizes_any) return;
   if (auto refusal = model.quantized_kv_refusal(quantization)) throw Error(*refusal);
+}
+
+kernels::KvPacking parse_kv_packing(const std::string& name) {
+  if (name == "affine") return kernels::KvPacking::affine;
+  if (name == "turbo") return kernels::KvPacking::turbo;
+  throw Error("the KV scheme must be affine or turbo (got '" + name + "')");
 }
 
 std::vector<int> parse_layer_list(const std::string& text) {

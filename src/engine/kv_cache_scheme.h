@@ -35,11 +35,16 @@ struct KvCacheScheme {
   bool operator==(const KvCacheScheme&) const = default;
 };
 
-// Throws Error naming the problem: bits other than 2, 3, 4, 5, 6 or 8, a
-// group size other than 32, 64 or 128 or not dividing the head dimension, a
-// negative start, a float layer outside the model, or a model whose
-// attention cannot read quantized keys.
+// Throws Error naming the problem: bits other than 2, 3, 4, 5, 6 or 8 (2,
+// 3, 4 or 8 for TurboQuant), a group size other than 32, 64 or 128 or not
+// dividing the head dimension, a negative start, a float layer outside the
+// model, a model whose attention cannot read quantized keys, or TurboQuant
+// off the CPU.
 void validate_kv_cache_scheme(const KvCacheScheme& scheme, const LanguageModel& model);
+
+// "affine" or "turbo" (--kv-scheme, a request's "kv_scheme"); throws Error
+// naming the value otherwise.
+kernels::KvPacking parse_kv_packing(const std::string& name);
 
 // Parses a list of layers such as "0,1,-1" (--kv-float-layers).
 std::vector<int> parse_layer_list(const std::string& text);

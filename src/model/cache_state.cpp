@@ -6,6 +6,7 @@
 #include <map>
 
 #include "io/error.h"
+#include "kernels/turbo_codec.h"
 #include "model/kv_cache.h"
 #include "model/quantized_kv_cache.h"
 #include "model/recurrent_state_cache.h"
@@ -128,43 +129,49 @@ std::unique_ptr<KvCache> recurrent_state_from(const StateItems& items) {
 
 PackedKv packed_from(const StateItems& items, const std::string& prefix,
                      const KvQuantization& quantization) {
+  const bool turbo = quantization.packing == kernels::KvPacking::turbo;
   PackedKv packed{items.array(prefix + ".0"), items.array(prefix + ".1"),
-                  items.array(prefix + ".2")};
-  if (packed.packed.dtype() != mx::uint32)
+                  turbo ? std::nullopt : std::optional(items.array(prefix + ".2"))};
+  if (packed.codes.dtype() != mx::uint32)
     throw Error(items.describe(prefix + ".0") + " must hold uint32 codes");
-  if (!is_float(packed.scales.dtype()) || packed.scales.dtype() != packed.biases.dtype())
-    throw Error(items.describe(prefix + ".1") + ": scales and biases must be float of one dtype");
-  if (packed.scales.shape() != packed.biases.shape() ||
-      packed.packed.shape(1) != packed.scales.shape(1) ||
-      packed.packed.shape(2) != packed.scales.shape(2))
+  if (turbo ? packed.scales.dtype() != mx::float32
+            : !is_float(packed.scales.dtype()) || packed.scales.dtype() != packed.biases->dtype())
+    throw Error(items.describe(prefix + ".1") + (turbo ? ": norms must be float32"
+                                                       : ": scales and biases must be float of "
+                                                         "one dtype"));
+  if ((packed.biases && packed.scales.shape() != packed.biases->shape()) ||
+      packed.codes.ndim() != 4 || packed.scales.ndim() != 4 ||
+      packed.codes.shape(1) != packed.scales.shape(1) ||
+      packed.codes.shape(2) != packed.scales.shape(2))
     throw Error(items.describe(prefix) + ": codes, scales and biases differ in shape");
   // Words of codes x 32 bits = groups x group size x bits.
-  const long long code_bits = 32LL * packed.packed.shape(3);
+  const long long code_bits = 32LL * packed.codes.shape(3);
   const long long dim = 1LL * packed.scales.shape(3) * quantization.group_size;
   if (code_bits != dim * quantization.bits)
-    throw Error(items.describe(prefix) + ": " + std::to_string(packed.packed.shape(3)) +
+    throw Error(items.describe(prefix) + ": " + std::to_string(packed.codes.shape(3)) +
                 " code words do not hold " + std::to_string(packed.scales.shape(3)) +
                 " groups of " + std::to_string(quantization.group_size) + " " +
                 std::to_string(quantization.bits) + "-bit values");
   return packed;
 }
 
-std::unique_ptr<KvCache> quantized_from(const StateItems& items) {
-  const KvQuantization quantization{items.integer("4"), items.integer("3")};
+std::unique_ptr<KvCache> quantized_from(const StateItems& items, kernels::KvPacking packing) {
+  const KvQuantization quantization{items.integer("4"), items.integer("3"), packing};
   const int bits = quantization.bits, group = quantization.group_size;
-  if (bits != 2 && bits != 3 && bits != 4 && bits != 5 && bits != 6 && bits != 8)
+  const bool turbo = packing == kernels::KvPacking::turbo;
+  if (turbo ? !kernels::turbo::supported(bits, group)
+            : bits != 2 && bits != 3 && bits != 4 && bits != 5 && bits != 6 && bits != 8)
     throw Error(items.describe("4") + ": " + std::to_string(bits) + " bits is not supported");
   if (group != 32 && group != 64 && group != 128)
     throw Error(items.describe("3") + ": group size " + std::to_string(group) +
                 " is not supported");
   auto keys = packed_from(items, "0", quantization);
   auto values = packed_from(items, "1", quantization);
-  if (keys.packed.shape(1) != values.packed.shape(1) ||
-      keys.packed.shape(2) != values.packed.shape(2) ||
-      keys.scales.dtype() != values.scales.dtype())
+  if (keys.codes.shape(1) != values.codes.shape(1) ||
+      keys.codes.shape(2) != values.codes.shape(2) || keys.scales.dtype() != values.scales.dtype())
     throw Error(items.describe("0") + ": keys and values differ in heads, tokens or dtype");
   const int offset = items.integer("2");
-  check_offset(items, offset, keys.packed.shape(2));
+  check_offset(items, offset, keys.codes.shape(2));
   return std::make_unique<QuantizedKvCache>(quantization, keys, values, offset);
 }
 
@@ -181,10 +188,12 @@ std::unique_ptr<KvCache> cache_from_state(const CacheState& state) {
   const StateItems items(state);
   if (state.kind == "KVCache") return standard_from(items);
   if (state.kind == "RotatingKVCache") return rotating_from(items);
-  if (state.kind == "QuantizedKVCache") return quantized_from(items);
+  if (state.kind == "QuantizedKVCache") return quantized_from(items, kernels::KvPacking::affine);
+  if (state.kind == kTurboCacheKind) return quantized_from(items, kernels::KvPacking::turbo);
   if (state.kind == "ArraysCache") return recurrent_state_from(items);
   throw Error("cache kind " + state.kind +
-              " is not supported (KVCache, RotatingKVCache, QuantizedKVCache and ArraysCache are)");
+              " is not supported (KVCache, RotatingKVCache, QuantizedKVCache, " + kTurboCacheKind +
+              " and ArraysCache are)");
 }
 
 }  // namespace mlx_cpp

@@ -154,8 +154,8 @@ mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array 
     const bool cast_queries =
         upcast == AttentionUpcast::queries_when_float16 && rotated.dtype() == mx::float16;
     if (cast_queries) rotated = mx::astype(rotated, mx::float32);
-    auto attended = quantized_attention(rotated, packed_keys, packed_values, scale, mask,
-                                        *quantized->quantization());
+    auto attended = attend_packed(rotated, packed_keys, packed_values, scale, mask,
+                                  *quantized->quantization(), kernels == KernelMode::fast);
     return cast_queries ? mx::astype(attended, result_type) : attended;
   }
   auto [all_keys, all_values] =

@@ -14,14 +14,19 @@
 #include <variant>
 #include <vector>
 
+#include "kernels/kernels.h"
+
 namespace mlx_cpp {
 
-// Affine quantization of cached keys and values along the head dimension
-// (mlx-lm's kv_bits and kv_group_size).
+// Quantization of cached keys and values along the head dimension:
+// mlx-lm's affine kv_bits and kv_group_size, or TurboQuant's codec at
+// those bits and groups (kernels/turbo_codec.h).
 struct KvQuantization {
   int bits = 8;
   int group_size = 64;
+  kernels::KvPacking packing = kernels::KvPacking::affine;
   bool operator==(const KvQuantization&) const = default;
+  kernels::KvPackingFormat format() const { return {packing, bits, group_size}; }
 };
 
 class QuantizedKvCache;

@@ -17,4 +17,14 @@ mlx::core::array quantized_attention(mlx::core::array queries, const PackedKv& k
                                      const PackedKv& values, float scale, const AttentionMask& mask,
                                      const KvQuantization& quantization);
 
+// Attention over a quantized cache's packed keys and values, by the kernel
+// that reads them: affine ones on the stock path as mlx-lm
+// (quantized_attention above), on the fast path on the CPU by the own
+// kernel (kernels::packed_attention_fast: no quantized matmul over the
+// whole cache each step, within the fast path's tolerance); TurboQuant's
+// always by the own kernel, which is its only reader.
+mlx::core::array attend_packed(const mlx::core::array& queries, const PackedKv& keys,
+                               const PackedKv& values, float scale, const AttentionMask& mask,
+                               const KvQuantization& quantization, bool fast_kernels);
+
 }  // namespace mlx_cpp

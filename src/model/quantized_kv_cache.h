@@ -1,19 +1,28 @@
 #pragma once
-// A cache that holds keys and values quantized (affine, per group of the
-// head dimension), as mlx-lm's QuantizedKVCache does: the same step-grown
+// A cache that holds keys and values quantized per group of the head
+// dimension. Affine, it is mlx-lm's QuantizedKVCache: the same step-grown
 // storage, the same mx::quantize of each update, so attention over it
 // (model/quantized_attention.h) is bit-exact with mlx-lm's
-// quantized_scaled_dot_product_attention. A float cache becomes one through
-// KvCache::quantized() once it passes a scheme's start (engine/kv_scheme.h).
+// quantized_scaled_dot_product_attention. Under TurboQuant the same storage
+// holds the codec's codes and per-group norms (kernels::turbo_quantize),
+// which only the own attention kernel reads (mlx-lm has no such cache). A
+// float cache becomes one through KvCache::quantized() once it passes a
+// scheme's start (engine/kv_cache_scheme.h).
 #include "model/kv_cache.h"
 
 namespace mlx_cpp {
 
-// MLX's quantized form of one tensor [B, kv_heads, S, head_dim]: codes
-// packed in uint32 words, and a scale and bias per group.
-struct PackedKv {
-  mlx::core::array packed, scales, biases;
-};
+// The quantized form of one tensor [B, kv_heads, S, head_dim]: codes
+// packed in uint32 words, and a scale and bias per group (affine) or a
+// float32 norm per group in `scales` (TurboQuant).
+using PackedKv = kernels::PackedKvRows;
+
+// The saved state's kind of a TurboQuant cache (mlx-lm's QuantizedKVCache's
+// items without biases).
+constexpr const char* kTurboCacheKind = "TurboQuantKVCache";
+
+// The float rows a packed tensor holds.
+mlx::core::array dequantize_kv(const PackedKv& v, const KvQuantization& quantization);
 
 class QuantizedKvCache : public KvCache {
  public:

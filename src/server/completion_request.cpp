@@ -140,7 +140,8 @@ void parse_speculative(const nlohmann::ordered_json& body, SpeculativeOptions& o
 }
 
 // "kv_bits" (2-8, or 0 / false for float caches), "kv_group_size" and
-// "quantized_kv_start", mlx-lm's names, override the server's KV scheme for
+// "quantized_kv_start", mlx-lm's names, and "kv_scheme" ("affine" or
+// "turbo"), override the server's KV scheme for
 // this request's own caches; the prefix cache keys entries by the scheme,
 // so no other request ever reads them. The model checks the scheme when
 // the request is submitted.
@@ -154,9 +155,19 @@ void parse_kv_cache(const nlohmann::ordered_json& body, KvCacheScheme& scheme) {
       if (*value == 0)
         scheme.quantization.reset();
       else
-        scheme.quantization =
-            KvQuantization{int(*value), scheme.quantization ? scheme.quantization->group_size
-                                                            : KvQuantization{}.group_size};
+        scheme.quantization = KvQuantization{
+            int(*value),
+            scheme.quantization ? scheme.quantization->group_size : KvQuantization{}.group_size,
+            scheme.quantization ? scheme.quantization->packing : KvQuantization{}.packing};
+    }
+  }
+  if (auto packing = optional_string(body, "kv_scheme")) {
+    if (!scheme.quantization)
+      throw invalid_request("'kv_scheme' needs quantized KV caches ('kv_bits')", "kv_scheme");
+    try {
+      scheme.quantization->packing = parse_kv_packing(*packing);
+    } catch (const mlx_cpp::Error& error) {
+      throw invalid_request(error.what(), "kv_scheme");
     }
   }
   if (auto group = optional_integer(body, "kv_group_size", 1, 1024)) {

@@ -329,7 +329,7 @@ TEST(QuantizedKvCache, GrowsTrimsAndClones) {
     return mx::full({1, 2, count, 64}, value, mx::float32);
   };
   auto [keys, values] = cache.update_and_fetch_packed(tokens(5, 1.0f), tokens(5, 2.0f));
-  EXPECT_EQ(keys.packed.shape(), (mx::Shape{1, 2, 5, 16}));  // 64 codes of 8 bits in 16 words
+  EXPECT_EQ(keys.codes.shape(), (mx::Shape{1, 2, 5, 16}));  // 64 codes of 8 bits in 16 words
   EXPECT_EQ(keys.scales.shape(), (mx::Shape{1, 2, 5, 2}));
   EXPECT_EQ(cache.byte_size(), 2u * 2 * 256 * (16 * 4 + 2 * 2 * 4));
   auto clone = cache.clone();
