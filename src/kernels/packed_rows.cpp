@@ -1,5 +1,8 @@
 #include "kernels/packed_rows.h"
 
+#include <algorithm>
+
+#include "kernels/packed_row_decoders.h"
 #include "kernels/primitive_base.h"
 #include "kernels/turbo_codec.h"
 
@@ -8,18 +11,6 @@ namespace mlx_cpp::kernels {
 namespace mx = mlx::core;
 
 namespace {
-
-// Codes of one row as floats: value i at bits [i*bits, (i+1)*bits) of the
-// words, bits a power of two (no code straddles two words).
-template <int bits>
-void unpack_codes(const std::uint32_t* words, int width, float* dst) {
-  constexpr int per_word = 32 / bits;
-  constexpr std::uint32_t mask = (1u << bits) - 1;
-  for (int w = 0; w < width / per_word; ++w) {
-    const std::uint32_t word = words[w];
-    for (int k = 0; k < per_word; ++k) dst[w * per_word + k] = float((word >> (k * bits)) & mask);
-  }
-}
 
 void prefetch(const void* first, std::size_t bytes) {
   const char* p = static_cast<const char*>(first);
@@ -38,7 +29,8 @@ AffinePackedRows::AffinePackedRows(const mx::array& codes, const mx::array& scal
       bits_(bits),
       group_size_(group_size),
       heads_(codes.shape(1)),
-      width_(codes.shape(3) * 32 / bits) {}
+      width_(codes.shape(3) * 32 / bits),
+      decoders_(packed_row_decoders()) {}
 
 void AffinePackedRows::prefetch_rows(int b, int h, int s, int count) const {
   for (int j = 0; j < count; ++j) prefetch(codes_.row(b, h, s + j), width_ * bits_ / 8);
@@ -46,28 +38,21 @@ void AffinePackedRows::prefetch_rows(int b, int h, int s, int count) const {
 
 void AffinePackedRows::load_rows(int b, int h, int s, int count, float* dst) const {
   const int groups = width_ / group_size_;
-  float scales[64], biases[64];  // groups <= width / 32 (group sizes 32 to 128)
-  for (int j = 0; j < count; ++j, dst += width_) {
-    const std::uint32_t* words = codes_.row(b, h, s + j);
-    switch (bits_) {
-      case 2:
-        unpack_codes<2>(words, width_, dst);
-        break;
-      case 4:
-        unpack_codes<4>(words, width_, dst);
-        break;
-      default:
-        unpack_codes<8>(words, width_, dst);
-        break;
-    }
+  // The rows' factors, converted a block of rows at a time where they sit
+  // one after another (a cache's storage), else row by row.
+  constexpr int kFactors = 1024;
+  float scales[kFactors], biases[kFactors];
+  const int rows_per_load = factor_strides_[2] == groups ? std::max(1, kFactors / groups) : 1;
+  const auto& ops = vector_ops();
+  for (int first = 0; first < count; first += rows_per_load) {
+    const int rows = std::min(rows_per_load, count - first);
     const std::size_t factors =
-        b * factor_strides_[0] + h * factor_strides_[1] + (s + j) * factor_strides_[2];
-    qmm::load_as_float(scales_.data<void>(), factor_type_, factors, groups, scales);
-    qmm::load_as_float(biases_.data<void>(), factor_type_, factors, groups, biases);
-    for (int g = 0; g < groups; ++g) {
-      float* values = dst + g * group_size_;
-      for (int i = 0; i < group_size_; ++i) values[i] = values[i] * scales[g] + biases[g];
-    }
+        b * factor_strides_[0] + h * factor_strides_[1] + (s + first) * factor_strides_[2];
+    ops.load(scales_.data<void>(), factor_type_, factors, rows * groups, scales);
+    ops.load(biases_.data<void>(), factor_type_, factors, rows * groups, biases);
+    for (int j = 0; j < rows; ++j, dst += width_)
+      decoders_.affine(codes_.row(b, h, s + first + j), bits_, width_, group_size_,
+                       scales + j * groups, biases + j * groups, dst);
   }
 }
 
@@ -78,7 +63,9 @@ TurboPackedRows::TurboPackedRows(const mx::array& codes, const mx::array& norms,
       bits_(bits),
       group_size_(group_size),
       heads_(codes.shape(1)),
-      width_(codes.shape(3) * 32 / bits) {}
+      width_(codes.shape(3) * 32 / bits),
+      centroids_(turbo::centroids(bits, group_size)),
+      decoders_(packed_row_decoders()) {}
 
 void TurboPackedRows::prefetch_rows(int b, int h, int s, int count) const {
   for (int j = 0; j < count; ++j) prefetch(codes_.row(b, h, s + j), width_ * bits_ / 8);
@@ -86,8 +73,8 @@ void TurboPackedRows::prefetch_rows(int b, int h, int s, int count) const {
 
 void TurboPackedRows::load_rows(int b, int h, int s, int count, float* dst) const {
   for (int j = 0; j < count; ++j, dst += width_)
-    turbo::decode_row_rotated(codes_.row(b, h, s + j), norms_.row(b, h, s + j), width_, bits_,
-                              group_size_, dst);
+    decoders_.table(codes_.row(b, h, s + j), bits_, width_, group_size_, centroids_,
+                    norms_.row(b, h, s + j), dst);
 }
 
 void TurboPackedRows::to_row_basis(float* query) const {

@@ -3,6 +3,7 @@
 // block converted to float32 as attention takes it: no dequantized copy of
 // a cache is ever made.
 #include "kernels/attention_rows.h"
+#include "kernels/packed_row_decoders.h"
 
 namespace mlx_cpp::kernels {
 
@@ -40,6 +41,7 @@ class AffinePackedRows : public AttentionRows {
   std::int64_t factor_strides_[3];
   ScalarType factor_type_;
   int bits_, group_size_, heads_, width_;
+  const PackedRowDecoders& decoders_;
 };
 
 // TurboQuant's form (turbo_codec.h): codes of 2, 3, 4 or 8 bits and a
@@ -61,6 +63,8 @@ class TurboPackedRows : public AttentionRows {
   PackedArrayRows<std::uint32_t> codes_;
   PackedArrayRows<float> norms_;
   int bits_, group_size_, heads_, width_;
+  const float* centroids_;
+  const PackedRowDecoders& decoders_;
 };
 
 }  // namespace mlx_cpp::kernels

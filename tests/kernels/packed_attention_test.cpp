@@ -13,6 +13,8 @@
 
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
+#include "kernels/packed_row_decoders.h"
+#include "kernels/turbo_codec.h"
 
 namespace mlx_cpp::kernels {
 namespace {
@@ -128,6 +130,55 @@ TEST(PackedAttention, ReadsCacheViewsAndMasks) {
       }
     }
   }
+}
+
+// The row decoders of every instruction set here: TurboQuant rows equal
+// the codec's rotated rows bit for bit (one product each), affine rows
+// MLX's float32 dequantization up to the multiply-add's rounding.
+TEST(PackedRowDecoders, DecodeRowsAsTheCodecAndMlx) {
+  for_each_isa([&](IsaLevel level) {
+    const auto& decoders = packed_row_decoders();
+    int seed = 0;
+    for (const auto& format : formats()) {
+      for (int width : {64, 128, 256}) {
+        if (width % format.group_size) continue;
+        SCOPED_TRACE(describe(format) + " width " + std::to_string(width) + " " +
+                     level_name(level));
+        auto x = random_normal({5, width}, mx::float32, 2.0f, ++seed);
+        auto rows = pack(x, format);
+        auto codes = mx::contiguous(rows.codes);
+        auto scales = mx::contiguous(mx::astype(rows.scales, mx::float32));
+        mx::eval(codes, scales);
+        const int words = width * format.bits / 32, groups = width / format.group_size;
+        std::vector<float> decoded(width), expected(width);
+        if (format.packing == KvPacking::turbo) {
+          for (int r = 0; r < 5; ++r) {
+            const auto* row_codes = codes.data<std::uint32_t>() + r * words;
+            const auto* norms = scales.data<float>() + r * groups;
+            decoders.table(row_codes, format.bits, width, format.group_size,
+                           turbo::centroids(format.bits, format.group_size), norms, decoded.data());
+            turbo::decode_row_rotated(row_codes, norms, width, format.bits, format.group_size,
+                                      expected.data());
+            EXPECT_EQ(decoded, expected) << "row " << r;
+          }
+          continue;
+        }
+        auto biases = mx::contiguous(mx::astype(*rows.biases, mx::float32));
+        auto reference = unpack(rows, format);
+        mx::eval(biases, reference);
+        for (int r = 0; r < 5; ++r) {
+          decoders.affine(codes.data<std::uint32_t>() + r * words, format.bits, width,
+                          format.group_size, scales.data<float>() + r * groups,
+                          biases.data<float>() + r * groups, decoded.data());
+          for (int i = 0; i < width; ++i) {
+            const float want = reference.data<float>()[r * width + i];
+            ASSERT_NEAR(decoded[i], want, 1e-6f * std::max(1.0f, std::abs(want)))
+                << "row " << r << " value " << i;
+          }
+        }
+      }
+    }
+  });
 }
 
 void expect_rejected(const std::function<void()>& call, const std::string& message) {
