@@ -6,6 +6,7 @@
 namespace mlx_cpp::kernels {
 
 #if defined(__x86_64__) || defined(__i386__)
+const PackedRowDecoders& avx2_packed_row_decoders();
 const PackedRowDecoders& avx512_packed_row_decoders();
 #endif
 
@@ -36,6 +37,7 @@ const PackedRowDecoders kPortable{affine, table};
 const PackedRowDecoders& packed_row_decoders() {
 #if defined(__x86_64__) || defined(__i386__)
   if (active_level() >= IsaLevel::avx512) return avx512_packed_row_decoders();
+  if (active_level() >= IsaLevel::avx2) return avx2_packed_row_decoders();
 #endif
   return kPortable;
 }
