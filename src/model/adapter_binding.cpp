@@ -46,6 +46,21 @@ std::string last_component(const std::string& module) {
 // The rows of a fused projection's output axis, split as the weights are
 // (WeightStore::split_rows): [groups, per_group] and each part's rows from
 // every group.
+// The index of the first part named as part i.
+std::size_t first_of_name(const FusedProjection& fused, std::size_t i) {
+  std::size_t first = 0;
+  while (fused.parts[first].first != fused.parts[i].first) ++first;
+  return first;
+}
+
+// The distinct part names, in order of first appearance.
+std::vector<std::string> part_names(const FusedProjection& fused) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < fused.parts.size(); ++i)
+    if (first_of_name(fused, i) == i) names.push_back(fused.parts[i].first);
+  return names;
+}
+
 std::vector<mx::array> split_output(const mx::array& tensor, int axis, const FusedProjection& fused,
                                     const std::string& name) {
   int per_group = 0;
@@ -57,18 +72,25 @@ std::vector<mx::array> split_output(const mx::array& tensor, int axis, const Fus
   grouped_shape[axis] = per_group;
   grouped_shape.insert(grouped_shape.begin() + axis, fused.groups);
   auto grouped = mx::reshape(tensor, grouped_shape);
-  std::vector<mx::array> parts;
+  // One array per distinct part name: parts of one name join, in order.
+  std::vector<std::vector<mx::array>> pieces(fused.parts.size());
   int start = 0;
-  for (const auto& [part, rows] : fused.parts) {
+  for (std::size_t i = 0; i < fused.parts.size(); ++i) {
+    const int rows = fused.parts[i].second;
     auto begin = mx::Shape(grouped.ndim(), 0);
     auto stop = grouped.shape();
     begin[axis + 1] = start;
     stop[axis + 1] = start + rows;
     auto shape = tensor.shape();
     shape[axis] = fused.groups * rows;
-    parts.push_back(mx::contiguous(mx::reshape(mx::slice(grouped, begin, stop), shape)));
+    pieces[first_of_name(fused, i)].push_back(
+        mx::contiguous(mx::reshape(mx::slice(grouped, begin, stop), shape)));
     start += rows;
   }
+  std::vector<mx::array> parts;
+  for (auto& arrays : pieces)
+    if (!arrays.empty())
+      parts.push_back(arrays.size() == 1 ? arrays.front() : mx::concatenate(arrays, axis));
   return parts;
 }
 
@@ -218,9 +240,10 @@ std::shared_ptr<const BoundAdapter> bind_adapter(const AdapterFiles& files, cons
       auto b_parts = split_output(*tensors.b, tensors.b->ndim() - 1, *fused, module + ".lora_b");
       std::optional<std::vector<mx::array>> m_parts;
       if (tensors.m) m_parts = split_output(*tensors.m, 0, *fused, module + ".m");
-      for (std::size_t i = 0; i < fused->parts.size(); ++i)
-        placements.push_back({stem + fused->parts[i].first, b_parts[i],
-                              m_parts ? std::optional((*m_parts)[i]) : std::nullopt});
+      const auto names = part_names(*fused);
+      for (std::size_t i = 0; i < names.size(); ++i)
+        placements.push_back(
+            {stem + names[i], b_parts[i], m_parts ? std::optional((*m_parts)[i]) : std::nullopt});
     }
     for (const auto& placement : placements) {
       auto site = sites.find(placement.module);

@@ -91,7 +91,9 @@ std::string rewrite_name(const std::string& name, const std::vector<NameRewrite>
 // rows (output features) are split, in order, into the named parts. With
 // groups > 1 the rows repeat the parts once per group (internlm2's wqkv:
 // each key/value head's queries, key and value in turn), and each part
-// gathers its rows from every group.
+// gathers its rows from every group. Parts of one name join, in order
+// (qwen3_next's in_proj_qkvz: per key head its queries, keys, values and
+// gates; the queries, keys and values of all heads form in_proj_qkv).
 struct FusedProjection {
   std::string fused;
   std::vector<std::pair<std::string, int>> parts;  // name, rows (per group)

@@ -4,6 +4,7 @@
 #include <mlx/ops.h>
 #include <mlx/utils.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "io/error.h"
@@ -119,11 +120,13 @@ void WeightStore::split_rows(const std::string& fused,
     if (tensor.ndim() < 1 || tensor.shape(0) != groups * per_group)
       throw Error("checkpoint: " + name + " has " + describe_shape(tensor.shape()) + ", expected " +
                   std::to_string(groups * per_group) + " rows to split");
-    // [groups, per_group, ...]: each part takes its rows of every group.
+    // [groups, per_group, ...]: each part takes its rows of every group;
+    // parts of one name join in order.
     auto grouped_shape = tensor.shape();
     grouped_shape[0] = per_group;
     grouped_shape.insert(grouped_shape.begin(), groups);
     auto grouped = mx::reshape(tensor, grouped_shape);
+    std::vector<std::pair<std::string, std::vector<mx::array>>> pieces;
     int start = 0;
     for (const auto& [part, rows] : parts) {
       auto begin = mx::Shape(grouped.ndim(), 0);
@@ -132,12 +135,19 @@ void WeightStore::split_rows(const std::string& fused,
       stop[1] = start + rows;
       auto part_shape = tensor.shape();
       part_shape[0] = groups * rows;
-      auto split_name = name;
-      split_name.replace(found + 1, fused.size(), part);
       auto rows_of_part = mx::slice(grouped, begin, stop);
       if (groups > 1) rows_of_part = mx::contiguous(rows_of_part);
-      insert_once(result, split_name, mx::reshape(rows_of_part, part_shape), name);
+      auto same = std::find_if(pieces.begin(), pieces.end(),
+                               [&](const auto& piece) { return piece.first == part; });
+      if (same == pieces.end()) same = pieces.insert(pieces.end(), {part, {}});
+      same->second.push_back(mx::reshape(rows_of_part, part_shape));
       start += rows;
+    }
+    for (auto& [part, arrays] : pieces) {
+      auto split_name = name;
+      split_name.replace(found + 1, fused.size(), part);
+      insert_once(result, split_name,
+                  arrays.size() == 1 ? arrays.front() : mx::concatenate(arrays, 0), name);
     }
   }
   tensors_ = std::move(result);

@@ -50,7 +50,7 @@ class WeightStore {
   // Splits every tensor of a module named `.fused.` along its first axis
   // into the parts' modules (rows each, in order): weights, scales, biases.
   // With groups > 1 the parts repeat once per group and each part takes its
-  // rows from every group.
+  // rows from every group. Parts of one name join, in order, into one.
   void split_rows(const std::string& fused, const std::vector<std::pair<std::string, int>>& parts,
                   int groups = 1);
   // Discards every tensor whose name starts with `prefix`.
