@@ -1,6 +1,8 @@
 // The descriptor table's hybrids: layers that mix tokens otherwise than by
 // attention (TokenMixer) beside attention layers, with the dense block
 // around both.
+#include <algorithm>
+
 #include "io/error.h"
 #include "model/architecture_fields.h"
 
@@ -148,16 +150,50 @@ TransformerSpec qwen3_5(const ConfigReader& config) {
   return spec;
 }
 
+// Qwen3-Next: qwen3_5_moe's layers, but the gated DeltaNet's input
+// projections fused per key head (in_proj_qkvz: each key head's queries,
+// keys, its value heads' values and gates; in_proj_ba: their b then a),
+// split at load into qwen3_5's projections; dense MLPs in mlp_only_layers
+// and between decoder_sparse_step; top-k weights renormalised only with
+// norm_topk_prob (off by default).
+TransformerSpec qwen3_next(const ConfigReader& config) {
+  auto spec = qwen3_5(config);
+  spec.intermediate_size = config.required_int("intermediate_size");
+  if (!spec.moe) throw Error("config.json (model_type qwen3_next): num_experts must be positive");
+  spec.moe->normalization =
+      config.bool_or("norm_topk_prob", false) ? TopKNormalization::by_sum : TopKNormalization::none;
+  const int step = config.required_int("decoder_sparse_step");
+  if (step < 1)
+    throw Error("config.json (model_type qwen3_next): decoder_sparse_step must be >= 1");
+  const auto& dense = config.value("mlp_only_layers");
+  if (!dense.is_array())
+    throw Error("config.json (model_type qwen3_next): mlp_only_layers must be a list");
+  for (int i = 0; i < spec.num_layers; ++i)
+    spec.layer_is_moe[i] =
+        (i + 1) % step == 0 && std::find(dense.begin(), dense.end(), i) == dense.end();
+  const auto& delta = *spec.gated_delta;
+  const int values_per_key_head = delta.value_heads / delta.key_heads;
+  spec.fused_projections = {
+      {"in_proj_qkvz",
+       {{"in_proj_qkv", delta.key_dim},
+        {"in_proj_qkv", delta.key_dim},
+        {"in_proj_qkv", values_per_key_head * delta.value_dim},
+        {"in_proj_z", values_per_key_head * delta.value_dim}},
+       delta.key_heads},
+      {"in_proj_ba",
+       {{"in_proj_b", values_per_key_head}, {"in_proj_a", values_per_key_head}},
+       delta.key_heads}};
+  return spec;
+}
+
 }  // namespace
 
 const BuilderTable& hybrid_builders() {
   // qwen3_5_text: the text_config's model_type, which wins when a
   // multimodal config is flattened.
-  static const BuilderTable builders = {{"lfm2", lfm2},
-                                        {"qwen3_5", qwen3_5},
-                                        {"qwen3_5_text", qwen3_5},
-                                        {"qwen3_5_moe", qwen3_5},
-                                        {"qwen3_5_moe_text", qwen3_5}};
+  static const BuilderTable builders = {
+      {"lfm2", lfm2},           {"qwen3_5", qwen3_5},          {"qwen3_5_text", qwen3_5},
+      {"qwen3_5_moe", qwen3_5}, {"qwen3_5_moe_text", qwen3_5}, {"qwen3_next", qwen3_next}};
   return builders;
 }
 

@@ -90,7 +90,7 @@ INSTANTIATE_TEST_SUITE_P(AllArchitectures, FastKernels,
 // kernels' rounding), so their logits are the stock path's bit for bit.
 TEST(FastKernelsStockOnlyModels, RunTheStockPathBitForBit) {
   auto architectures = testing::moe_architectures();
-  architectures.insert(architectures.end(), {"qwen3_5", "qwen3_5_moe"});
+  architectures.insert(architectures.end(), {"qwen3_5", "qwen3_5_moe", "qwen3_next"});
   for (const auto& arch : architectures) {
     SCOPED_TRACE(arch);
     auto golden = testing::GoldenCase::load(arch + "_q4");

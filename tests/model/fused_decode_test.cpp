@@ -49,8 +49,9 @@ int expected_fused_layers(const std::string& name, int layers) {
   if (name.rfind("llama_q", 0) == 0) return layers - 1;
   // lfm2's attention layers (1 and 3); its convolution layers keep the graph.
   if (name.rfind("lfm2_q", 0) == 0) return layers / 2;
-  // qwen3_5's attention has an output gate the fused step does not take.
-  if (name.rfind("qwen3_5_", 0) == 0) return 0;
+  // qwen3_5's attention has an output gate the fused step does not take;
+  // qwen3_next's experts keep it on the stock path anyway.
+  if (name.rfind("qwen3_5_", 0) == 0 || name.rfind("qwen3_next_", 0) == 0) return 0;
   return layers;
 }
 

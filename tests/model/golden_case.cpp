@@ -17,12 +17,13 @@ std::vector<std::string> moe_architectures() {
 }
 
 std::vector<std::string> hybrid_architectures() {
-  return {"lfm2", "qwen3_5", "qwen3_5_moe"};
+  return {"lfm2", "qwen3_5", "qwen3_5_moe", "qwen3_next"};
 }
 
 std::string unquantized_case(const std::string& arch) {
   const auto moe = moe_architectures();
-  const bool routed = std::find(moe.begin(), moe.end(), arch) != moe.end() || arch == "qwen3_5_moe";
+  const bool routed = std::find(moe.begin(), moe.end(), arch) != moe.end() ||
+                      arch == "qwen3_5_moe" || arch == "qwen3_next";
   return routed ? "f32" : "bf16";
 }
 

@@ -209,6 +209,21 @@ INSTANTIATE_TEST_SUITE_P(
                                        "linear_attn"}),
     [](const auto& info) { return std::string(info.param.name); });
 
+INSTANTIATE_TEST_SUITE_P(
+    Qwen3Next, HybridConfigErrors,
+    ::testing::Values(
+        HybridConfigCase{"qwen3_next_q4", "no_experts", [](auto& c) { c["num_experts"] = 0; },
+                         "'num_experts' must be a positive integer"},
+        HybridConfigCase{"qwen3_next_q4", "dense_layers_not_a_list",
+                         [](auto& c) { c["mlp_only_layers"] = 0; },
+                         "mlp_only_layers must be a list"},
+        HybridConfigCase{"qwen3_next_q4", "no_sparse_step",
+                         [](auto& c) { c.erase("decoder_sparse_step"); }, "decoder_sparse_step"},
+        // in_proj_qkvz's rows no longer split per key head.
+        HybridConfigCase{"qwen3_next_q4", "fused_rows_of_another_count",
+                         [](auto& c) { c["linear_key_head_dim"] = 16; }, "rows to split"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
 // MLX's CPU gather_mm multiplies float32 only: bfloat16 dense experts are
 // refused at load, naming the tensor and the way out.
 TEST(MixtureOfExpertsLoad, DenseBfloat16ExpertsAreRefusedAtLoad) {

@@ -320,14 +320,27 @@ ARCHITECTURES = {
                         num_experts_per_tok=2, moe_intermediate_size=64,
                         shared_expert_intermediate_size=64, norm_topk_prob=True,
                         rope_parameters={"type": "default", "rope_theta": 100000.0,
-                                         "partial_rotary_factor": 0.25}),}
+                                         "partial_rotary_factor": 0.25}),
+    # qwen3_5_moe with the DeltaNet's projections fused per key head
+    # (in_proj_qkvz, in_proj_ba), a dense MLP in layer 0 (mlp_only_layers),
+    # top-k weights not renormalised, and rope from plain fields.
+    "qwen3_next": dict(model_type="qwen3_next", vocab_size=VOCAB, hidden_size=64,
+                       intermediate_size=96, num_hidden_layers=4, num_attention_heads=4,
+                       num_key_value_heads=2, head_dim=32, rms_norm_eps=1e-6,
+                       max_position_embeddings=4096, linear_num_value_heads=4,
+                       linear_num_key_heads=2, linear_key_head_dim=32,
+                       linear_value_head_dim=16, linear_conv_kernel_dim=4,
+                       full_attention_interval=2, tie_word_embeddings=False, num_experts=8,
+                       num_experts_per_tok=2, moe_intermediate_size=64,
+                       shared_expert_intermediate_size=64, decoder_sparse_step=1,
+                       mlp_only_layers=[0], rope_theta=100000.0, partial_rotary_factor=0.25),}
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
 # MLX's CPU gather_mm multiplies float32 only, so mlx-lm runs a mixture of
 # experts with dense experts in float32 (and quantized ones, through
 # gather_qmm, in bfloat16): the dense case of these is float32.
 MOE_ARCHITECTURES = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "phimoe", "granitemoe",
-                     "ernie4_5_moe", "glm4_moe", "dots1", "qwen3_5_moe"}
+                     "ernie4_5_moe", "glm4_moe", "dots1", "qwen3_5_moe", "qwen3_next"}
 
 
 def case_quantizations(arch, names=None):
