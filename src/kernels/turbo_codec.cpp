@@ -1,7 +1,7 @@
 #include "kernels/turbo_codec.h"
 
+#include <array>
 #include <cmath>
-#include <mutex>
 #include <vector>
 
 namespace mlx_cpp::kernels::turbo {
@@ -122,14 +122,14 @@ void hadamard(float* x, int n) {
 }
 
 const float* signs(int n) {
-  static std::mutex mutex;
-  static std::vector<float> table[4];
-  const int g = group_index(n);
-  std::lock_guard lock(mutex);
-  auto& values = table[g];
-  if (values.empty())
-    for (int i = 0; i < n; ++i) values.push_back(splitmix64(kSignSeed + i) & 1 ? -1.0f : 1.0f);
-  return values.data();
+  // Every group size's signs, made once (thread-safe static).
+  static const auto tables = [] {
+    std::array<std::vector<float>, 4> all;
+    for (int g = 0, size = 32; g < 4; ++g, size *= 2)
+      for (int i = 0; i < size; ++i) all[g].push_back(splitmix64(kSignSeed + i) & 1 ? -1.0f : 1.0f);
+    return all;
+  }();
+  return tables[group_index(n)].data();
 }
 
 const float* centroids(int bits, int n) {
