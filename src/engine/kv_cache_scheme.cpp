@@ -61,12 +61,6 @@ void validate_kv_cache_scheme(const KvCacheScheme& scheme, const LanguageModel& 
   if (auto refusal = model.quantized_kv_refusal(quantization)) throw Error(*refusal);
 }
 
-kernels::KvPacking parse_kv_packing(const std::string& name) {
-  if (name == "affine") return kernels::KvPacking::affine;
-  if (name == "turbo") return kernels::KvPacking::turbo;
-  throw Error("the KV scheme must be affine or turbo (got '" + name + "')");
-}
-
 std::vector<int> parse_layer_list(const std::string& text) {
   std::vector<int> layers;
   std::size_t start = 0;

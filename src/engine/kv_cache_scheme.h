@@ -43,7 +43,8 @@ struct KvCacheScheme {
 void validate_kv_cache_scheme(const KvCacheScheme& scheme, const LanguageModel& model);
 
 // "affine" or "turbo" (--kv-scheme, a request's "kv_scheme"); throws Error
-// naming the value otherwise.
+// naming the value otherwise. In kv_packing_name.cpp, which request parsing
+// links alone.
 kernels::KvPacking parse_kv_packing(const std::string& name);
 
 // Parses a list of layers such as "0,1,-1" (--kv-float-layers).
