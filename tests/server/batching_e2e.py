@@ -171,6 +171,17 @@ def quantized_kv_requests(server, checks):
                      again["choices"][0]["message"]["content"]
                      == answer["choices"][0]["message"]["content"],
                      again["choices"][0]["message"]["content"])
+    # TurboQuant at 4 bits: its own entry, never the affine one of the same bits.
+    turbo = {"kv_bits": 4, "kv_scheme": "turbo", "quantized_kv_start": 0}
+    status, answer = ask(turbo)
+    checks.check("kv_scheme turbo: answered", status == 200, status)
+    checks.check("kv_scheme turbo: no affine entry reused",
+                 answer["usage"]["prompt_tokens_details"]["cached_tokens"] == 0, answer["usage"])
+    status, again = ask(turbo)
+    checks.check("kv_scheme turbo: its own entry reused, the same answer",
+                 again["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+                 and again["choices"][0]["message"]["content"]
+                 == answer["choices"][0]["message"]["content"], again)
     status, answer = ask({"kv_bits": 8})  # quantized only past 5000 tokens: float here
     checks.check("kv_bits 8 below its start: the float answer",
                  status == 200 and answer["choices"][0]["message"]["content"]
@@ -178,7 +189,10 @@ def quantized_kv_requests(server, checks):
     for extra, field in (({"kv_bits": 7}, "bits must be"),
                          ({"kv_bits": 4, "kv_group_size": 48}, "group size must be"),
                          ({"kv_group_size": 32}, "kv_group_size"),
-                         ({"kv_bits": "eight"}, "kv_bits")):
+                         ({"kv_bits": "eight"}, "kv_bits"),
+                         ({"kv_bits": 6, "kv_scheme": "turbo"}, "TurboQuant KV cache bits"),
+                         ({"kv_bits": 4, "kv_scheme": "rotated"}, "kv_scheme"),
+                         ({"kv_scheme": "turbo"}, "kv_scheme")):
         status, answer = ask(extra)
         checks.check(f"bad KV scheme {extra}: 400 naming it",
                      status == 400 and field in json.dumps(answer), (status, answer))
