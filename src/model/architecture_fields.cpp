@@ -1,5 +1,6 @@
 #include "model/architecture_fields.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "io/error.h"
@@ -77,6 +78,16 @@ void every_layer_moe(TransformerSpec& spec, MoeSpec moe) {
                 std::to_string(moe.num_experts));
   spec.moe = moe;
   spec.layer_is_moe.assign(spec.num_layers, true);
+}
+
+void moe_by_sparse_step(TransformerSpec& spec, const ConfigReader& config) {
+  const int step = config.required_int("decoder_sparse_step");
+  if (step < 1) throw Error("config.json: decoder_sparse_step must be >= 1");
+  const auto& dense = config.value("mlp_only_layers");
+  if (!dense.is_array()) throw Error("config.json: mlp_only_layers must be a list");
+  for (int i = 0; i < spec.num_layers; ++i)
+    spec.layer_is_moe[i] =
+        (i + 1) % step == 0 && std::find(dense.begin(), dense.end(), i) == dense.end();
 }
 
 MoeSpec shared_expert_moe(const ConfigReader& config) {

@@ -25,6 +25,10 @@ TransformerSpec common_fields(const ConfigReader& config);
 TransformerSpec fields_with_eps(const ConfigReader& config, const char* eps_key);
 // Every layer's MLP a mixture of experts (top_k checked against the experts).
 void every_layer_moe(TransformerSpec& spec, MoeSpec moe);
+// Qwen's placement of experts: a mixture of experts every
+// decoder_sparse_step-th layer but those in mlp_only_layers, which keep the
+// dense MLP (qwen3_moe, qwen3_next); after every_layer_moe.
+void moe_by_sparse_step(TransformerSpec& spec, const ConfigReader& config);
 // qwen2_moe's experts as its config sizes them, with a shared expert behind
 // a sigmoid gate (qwen2_moe, qwen3_5_moe).
 MoeSpec shared_expert_moe(const ConfigReader& config);

@@ -162,15 +162,7 @@ TransformerSpec qwen3_next(const ConfigReader& config) {
   if (!spec.moe) throw Error("config.json (model_type qwen3_next): num_experts must be positive");
   spec.moe->normalization =
       config.bool_or("norm_topk_prob", false) ? TopKNormalization::by_sum : TopKNormalization::none;
-  const int step = config.required_int("decoder_sparse_step");
-  if (step < 1)
-    throw Error("config.json (model_type qwen3_next): decoder_sparse_step must be >= 1");
-  const auto& dense = config.value("mlp_only_layers");
-  if (!dense.is_array())
-    throw Error("config.json (model_type qwen3_next): mlp_only_layers must be a list");
-  for (int i = 0; i < spec.num_layers; ++i)
-    spec.layer_is_moe[i] =
-        (i + 1) % step == 0 && std::find(dense.begin(), dense.end(), i) == dense.end();
+  moe_by_sparse_step(spec, config);
   const auto& delta = *spec.gated_delta;
   const int values_per_key_head = delta.value_heads / delta.key_heads;
   spec.fused_projections = {

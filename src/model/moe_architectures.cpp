@@ -70,13 +70,7 @@ TransformerSpec qwen3_moe(const ConfigReader& config) {
   moe.top_k_form = TopKForm::highest;
   if (config.required_bool("norm_topk_prob")) moe.normalization = TopKNormalization::by_sum;
   every_layer_moe(spec, moe);
-  const int step = config.required_int("decoder_sparse_step");
-  const auto& dense = config.value("mlp_only_layers");
-  if (!dense.is_array())
-    throw Error("config.json (model_type qwen3_moe): mlp_only_layers must be a list");
-  for (int i = 0; i < spec.num_layers; ++i)
-    spec.layer_is_moe[i] =
-        (i + 1) % step == 0 && std::find(dense.begin(), dense.end(), i) == dense.end();
+  moe_by_sparse_step(spec, config);
   return spec;
 }
 
