@@ -19,8 +19,7 @@ bool KvCacheScheme::quantizes_layer(int layer, int layers) const {
 
 std::string KvCacheScheme::signature() const {
   if (!quantization) return "float";
-  const bool turbo = quantization->packing == kernels::KvPacking::turbo;
-  std::string signature = std::string(turbo ? "turbo" : "affine") +
+  std::string signature = std::string(kv_packing_name(quantization->packing)) +
                           "(bits=" + std::to_string(quantization->bits) +
                           ",group=" + std::to_string(quantization->group_size) +
                           ",start=" + std::to_string(quantized_start) + ",float_layers=";

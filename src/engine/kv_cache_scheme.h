@@ -46,6 +46,8 @@ void validate_kv_cache_scheme(const KvCacheScheme& scheme, const LanguageModel& 
 // naming the value otherwise. In kv_packing_name.cpp, which request parsing
 // links alone.
 kernels::KvPacking parse_kv_packing(const std::string& name);
+// Its name: "affine" or "turbo".
+const char* kv_packing_name(kernels::KvPacking packing);
 
 // Parses a list of layers such as "0,1,-1" (--kv-float-layers).
 std::vector<int> parse_layer_list(const std::string& text);

@@ -11,4 +11,8 @@ kernels::KvPacking parse_kv_packing(const std::string& name) {
   throw Error("the KV scheme must be affine or turbo (got '" + name + "')");
 }
 
+const char* kv_packing_name(kernels::KvPacking packing) {
+  return packing == kernels::KvPacking::turbo ? "turbo" : "affine";
+}
+
 }  // namespace mlx_cpp

@@ -438,23 +438,8 @@ void validate(const mx::array& q, const mx::array& k, const mx::array& v, bool c
              v.shape(1) != k.shape(1) || v.shape(2) != k.shape(2)) {
     msg << "shapes q " << q.shape() << ", k " << k.shape() << ", v " << v.shape()
         << " do not agree ([B, Hq, L, D], [B, Hkv, S, D], [B, Hkv, S, Dv])";
-  } else if (q.shape(1) % k.shape(1) != 0) {
-    msg << q.shape(1) << " query heads are not a multiple of " << k.shape(1) << " KV heads";
-  } else if (q.shape(2) == 0 || k.shape(2) == 0) {
-    msg << "no query rows or no keys: q " << q.shape() << ", k " << k.shape();
-  } else if (causal && mask) {
-    msg << "causal attention takes no mask array (as the stock op's mode \"causal\")";
-  } else if (causal && k.shape(2) < q.shape(2)) {
-    msg << "causal attention needs at least as many keys as query rows, got " << k.shape(2)
-        << " keys for " << q.shape(2) << " rows";
-  } else if (mask &&
-             (mask->ndim() > 4 || !(mask->dtype() == mx::bool_ || is_float_dtype(mask->dtype())))) {
-    msg << "mask must be bool or float with at most 4 dimensions, got " << mask->shape() << " "
-        << mask->dtype();
-  } else if (mask &&
-             !broadcasts_to(mask->shape(), {q.shape(0), q.shape(1), q.shape(2), k.shape(2)})) {
-    msg << "mask " << mask->shape() << " does not broadcast to [B, Hq, L, S] = "
-        << mx::Shape{q.shape(0), q.shape(1), q.shape(2), k.shape(2)};
+  } else {
+    describe_attention_problem(msg, q, k.shape(1), k.shape(2), causal, mask);
   }
   if (!msg.str().empty()) reject(kOp, msg.str());
 }
@@ -479,6 +464,27 @@ std::optional<mx::array> gpu_decode_attention(const mx::array& q, const mx::arra
 }
 
 }  // namespace
+
+void describe_attention_problem(std::ostringstream& msg, const mx::array& q, int kv_heads, int keys,
+                                bool causal, const std::optional<mx::array>& mask) {
+  if (q.shape(1) % kv_heads != 0) {
+    msg << q.shape(1) << " query heads are not a multiple of " << kv_heads << " KV heads";
+  } else if (q.shape(2) == 0 || keys == 0) {
+    msg << "no query rows or no keys: " << q.shape(2) << " query rows, " << keys << " keys";
+  } else if (causal && mask) {
+    msg << "causal attention takes no mask array (as the stock op's mode \"causal\")";
+  } else if (causal && keys < q.shape(2)) {
+    msg << "causal attention needs at least as many keys as query rows, got " << keys
+        << " keys for " << q.shape(2) << " rows";
+  } else if (mask &&
+             (mask->ndim() > 4 || !(mask->dtype() == mx::bool_ || is_float_dtype(mask->dtype())))) {
+    msg << "mask must be bool or float with at most 4 dimensions, got " << mask->shape() << " "
+        << mask->dtype();
+  } else if (mask && !broadcasts_to(mask->shape(), {q.shape(0), q.shape(1), q.shape(2), keys})) {
+    msg << "mask " << mask->shape() << " does not broadcast to [B, Hq, L, S] = "
+        << mx::Shape{q.shape(0), q.shape(1), q.shape(2), keys};
+  }
+}
 
 mx::array attention_fast(const mx::array& q, const mx::array& k, const mx::array& v, float scale,
                          bool causal, const std::optional<mx::array>& mask, mx::StreamOrDevice s) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <sstream>
 
 #include "kernels/vector_ops.h"
 
@@ -69,5 +70,11 @@ class StridedRows : public AttentionRows {
 void run_attention(const mlx::core::array& q, const AttentionRows& keys,
                    const AttentionRows& values, const mlx::core::array* mask, float scale,
                    bool causal, int key_count, mlx::core::array& out);
+
+// What is wrong, if anything, with attending q [B, Hq, L, D] over `keys`
+// keys of `kv_heads` heads under these masks (the checks every attention
+// op shares once its own operands' shapes hold), written to msg.
+void describe_attention_problem(std::ostringstream& msg, const mlx::core::array& q, int kv_heads,
+                                int keys, bool causal, const std::optional<mlx::core::array>& mask);
 
 }  // namespace mlx_cpp::kernels

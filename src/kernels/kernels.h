@@ -190,6 +190,7 @@ struct KvPackingFormat {
   KvPacking packing = KvPacking::affine;
   int bits = 8;
   int group_size = 64;
+  bool operator==(const KvPackingFormat&) const = default;
 };
 struct PackedKvRows {
   mlx::core::array codes, scales;  // scales: a TurboQuant group's norm

@@ -1,5 +1,5 @@
-// Attention over packed keys and values (packed_attention_fast) and
-// TurboQuant's codec as ops (turbo_quantize, turbo_dequantize).
+// Attention over packed keys and values (packed_attention_fast): the
+// attention kernel of attention.cpp over rows unpacked as they are read.
 #include <mlx/fast.h>
 #include <mlx/ops.h>
 
@@ -10,7 +10,6 @@
 #include "kernels/kernels.h"
 #include "kernels/packed_rows.h"
 #include "kernels/primitive_base.h"
-#include "kernels/thread_pool.h"
 #include "kernels/turbo_codec.h"
 
 namespace mlx_cpp::kernels {
@@ -72,9 +71,8 @@ class PackedAttention : public FallbackPrimitive {
   }
   bool is_equivalent(const mx::Primitive& other) const override {
     auto& o = static_cast<const PackedAttention&>(other);
-    return format_.packing == o.format_.packing && format_.bits == o.format_.bits &&
-           format_.group_size == o.format_.group_size && scale_ == o.scale_ &&
-           causal_ == o.causal_ && has_mask_ == o.has_mask_;
+    return format_ == o.format_ && scale_ == o.scale_ && causal_ == o.causal_ &&
+           has_mask_ == o.has_mask_;
   }
 
  private:
@@ -130,21 +128,10 @@ void validate(const mx::array& q, const PackedKvRows& k, const PackedKvRows& v,
   check_packed(msg, "values", q, v, format);
   if (msg.str().empty()) {
     const int kv_heads = k.codes.shape(1), keys = k.codes.shape(2);
-    if (v.codes.shape(1) != kv_heads || v.codes.shape(2) != keys) {
+    if (v.codes.shape(1) != kv_heads || v.codes.shape(2) != keys)
       msg << "keys " << k.codes.shape() << " and values " << v.codes.shape() << " disagree";
-    } else if (q.shape(1) % kv_heads != 0) {
-      msg << q.shape(1) << " query heads are not a multiple of " << kv_heads << " KV heads";
-    } else if (q.shape(2) == 0 || keys == 0) {
-      msg << "no query rows or no keys";
-    } else if (causal && mask) {
-      msg << "causal attention takes no mask array";
-    } else if (causal && keys < q.shape(2)) {
-      msg << "causal attention needs at least as many keys as query rows, got " << keys
-          << " keys for " << q.shape(2) << " rows";
-    } else if (mask && (mask->ndim() > 4 ||
-                        !(mask->dtype() == mx::bool_ || is_float_dtype(mask->dtype())))) {
-      msg << "mask must be bool or float with at most 4 dimensions";
-    }
+    else
+      describe_attention_problem(msg, q, kv_heads, keys, causal, mask);
   }
   if (!msg.str().empty()) reject(kAttentionOp, msg.str());
 }

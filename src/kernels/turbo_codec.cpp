@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/packed_row_decoders.h"
+
 namespace mlx_cpp::kernels::turbo {
 namespace {
 
@@ -96,13 +98,6 @@ void pack(const std::uint32_t* codes, int d, int bits, std::uint32_t* words) {
   }
 }
 
-std::uint32_t unpack_one(const std::uint32_t* words, int i, int bits) {
-  const int bit = i * bits, word = bit / 32, shift = bit % 32;
-  std::uint64_t value = words[word] >> shift;
-  if (shift + bits > 32) value |= static_cast<std::uint64_t>(words[word + 1]) << (32 - shift);
-  return static_cast<std::uint32_t>(value & ((1u << bits) - 1));
-}
-
 }  // namespace
 
 bool supported(int bits, int group) {
@@ -172,15 +167,12 @@ void encode_row(const float* x, int d, int bits, int group, std::uint32_t* words
   pack(codes.data(), d, bits, words);
 }
 
-void decode_row_rotated(const std::uint32_t* words, const float* norms, int d, int bits, int group,
-                        float* x) {
-  const float* centroid = centroids(bits, group);
-  for (int i = 0; i < d; ++i) x[i] = centroid[unpack_one(words, i, bits)] * norms[i / group];
-}
-
 void decode_row(const std::uint32_t* words, const float* norms, int d, int bits, int group,
                 float* x) {
-  decode_row_rotated(words, norms, d, bits, group, x);
+  // Centroid times norm, one product per value: exactly that under every
+  // instruction set's decoder (the attention kernel's, which reads rows
+  // in this rotated form).
+  packed_row_decoders().table(words, bits, d, group, centroids(bits, group), norms, x);
   rotate_back(x, d, group);
 }
 

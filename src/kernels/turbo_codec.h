@@ -9,7 +9,9 @@
 //
 // Bit-exact with tools/oracle/turboquant_reference.py (encode and decode):
 // every step is the same float32 operation in the same order, and the
-// centroids are the reference's, generated into turbo_codebooks.inc.
+// centroids are the reference's, generated into turbo_codebooks.inc. Rows
+// are decoded by the packed-row decoders (packed_row_decoders.h), whose
+// table lookup is one exact product per value.
 // Compiled without FMA contraction (ISO C++ mode, baseline ISA), which the
 // reference's separate roundings need.
 #include <cstdint>
@@ -38,10 +40,6 @@ void encode_row(const float* x, int d, int bits, int group, std::uint32_t* words
 // The inverse: centroids times norms, rotated back, signs applied.
 void decode_row(const std::uint32_t* words, const float* norms, int d, int bits, int group,
                 float* x);
-// The rotated-basis form of a row (centroids times norms, not rotated
-// back): attention scores and weighted sums are taken there.
-void decode_row_rotated(const std::uint32_t* words, const float* norms, int d, int bits, int group,
-                        float* x);
 // Takes x[d] into the rotated basis (signs, then the transform, per group),
 // and back (the transform, then the signs).
 void rotate(float* x, int d, int group);

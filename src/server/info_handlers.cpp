@@ -31,10 +31,7 @@ nlohmann::ordered_json model_entry(const EngineThread& engine, const ServerConfi
                                    {"kv_group_size", kv_cache.quantization->group_size},
                                    {"quantized_kv_start", kv_cache.quantized_start},
                                    {"float_layers", kv_cache.float_layers},
-                                   {"kv_scheme",
-                                    kv_cache.quantization->packing == kernels::KvPacking::turbo
-                                        ? "turbo"
-                                        : "affine"}}
+                                   {"kv_scheme", kv_packing_name(kv_cache.quantization->packing)}}
           : nlohmann::ordered_json{{"kv_bits", nullptr}};
   // How answers are parsed: the tool-call format, and the think tags
   // whose contents go to reasoning_content (null: not parsed).

@@ -133,8 +133,9 @@ TEST(PackedAttention, ReadsCacheViewsAndMasks) {
 }
 
 // The row decoders of every instruction set here: TurboQuant rows equal
-// the codec's rotated rows bit for bit (one product each), affine rows
-// MLX's float32 dequantization up to the multiply-add's rounding.
+// centroid times norm bit for bit (codes read bit by bit from the stream),
+// affine rows MLX's float32 dequantization up to the multiply-add's
+// rounding.
 TEST(PackedRowDecoders, DecodeRowsAsTheCodecAndMlx) {
   for_each_isa([&](IsaLevel level) {
     const auto& decoders = packed_row_decoders();
@@ -157,8 +158,16 @@ TEST(PackedRowDecoders, DecodeRowsAsTheCodecAndMlx) {
             const auto* norms = scales.data<float>() + r * groups;
             decoders.table(row_codes, format.bits, width, format.group_size,
                            turbo::centroids(format.bits, format.group_size), norms, decoded.data());
-            turbo::decode_row_rotated(row_codes, norms, width, format.bits, format.group_size,
-                                      expected.data());
+            // Value i: its code's centroid times its group's norm.
+            const float* centroids = turbo::centroids(format.bits, format.group_size);
+            for (int i = 0; i < width; ++i) {
+              std::uint32_t code = 0;
+              for (int bit = 0; bit < format.bits; ++bit) {
+                const int at = i * format.bits + bit;
+                code |= ((row_codes[at / 32] >> (at % 32)) & 1u) << bit;
+              }
+              expected[i] = centroids[code] * norms[i / format.group_size];
+            }
             EXPECT_EQ(decoded, expected) << "row " << r;
           }
           continue;
@@ -218,6 +227,11 @@ TEST(PackedAttention, RejectsInputsThatDoNotFit) {
       "codes must be uint32");
   auto q5 = random_normal({1, 5, 1, 64}, mx::float32, 1.0f, 3);
   expect_rejected([&] { packed_attention_fast(q5, a, a, affine, 1.0f); }, "not a multiple");
+  expect_rejected(
+      [&] {
+        packed_attention_fast(q, a, a, affine, 1.0f, false, mx::ones({1, 9}, mx::bool_));
+      },
+      "does not broadcast to [B, Hq, L, S]");
   auto q_long = random_normal({1, 6, 11, 64}, mx::float32, 1.0f, 4);
   expect_rejected([&] { packed_attention_fast(q_long, a, a, affine, 1.0f, true); },
                   "at least as many keys");
