@@ -28,6 +28,13 @@ CacheList probe_caches(const LanguageModel& model) {
   return probe;
 }
 
+// Whether a cache keeps its floats in the dtype attention writes: every kind
+// but TurboQuant's, whose norms are float32 whatever the model's dtype.
+bool keeps_model_dtype(const KvCache& cache) {
+  const auto quantization = cache.quantization();
+  return !quantization || quantization->packing != kernels::KvPacking::turbo;
+}
+
 // The layer's heads, key and value widths and dtype as it stores them
 // (quantized: the widths its groups hold, the dtype of its scales).
 LayerShape stored_shape(const KvCache& cache) {
@@ -87,10 +94,7 @@ void check_layer(const KvCache& cache, const KvCache& made, const LayerShape& sh
     throw Error(where + " holds " + std::to_string(stored.heads) + " heads of " +
                 std::to_string(stored.key_dim) + " where the model's attention has " +
                 std::to_string(shape.heads) + " of " + std::to_string(shape.key_dim));
-  // A TurboQuant cache keeps float32 norms whatever the model's dtype.
-  const bool turbo =
-      cache.quantization() && cache.quantization()->packing == kernels::KvPacking::turbo;
-  if (stored.dtype != shape.dtype && !turbo)
+  if (stored.dtype != shape.dtype && keeps_model_dtype(cache))
     throw Error(where + " holds " + dtype_name(stored.dtype) + " " +
                 (cache.quantization() ? "scales" : "keys") + " where the model's keys are " +
                 dtype_name(shape.dtype));
@@ -125,8 +129,7 @@ std::unique_ptr<KvCache> cast_cache(const KvCache& cache, mx::Dtype dtype) {
 }
 
 std::string describe_quantization(const KvQuantization& quantization) {
-  return std::to_string(quantization.bits) + " bits (" +
-         (quantization.packing == kernels::KvPacking::turbo ? "turbo" : "affine") +
+  return std::to_string(quantization.bits) + " bits (" + kv_packing_name(quantization.packing) +
          ") in groups of " + std::to_string(quantization.group_size);
 }
 
@@ -157,7 +160,7 @@ std::shared_ptr<const CachedPrompt> cached_prompt_from(PromptCacheContents conte
     // a file the other path wrote is cast to what this one keeps.
     if (contents.caches.size() == shapes.size())
       for (std::size_t layer = 0; layer < shapes.size(); ++layer)
-        if (shapes[layer].slots.empty() &&
+        if (shapes[layer].slots.empty() && keeps_model_dtype(*contents.caches[layer]) &&
             stored_shape(*contents.caches[layer]).dtype != shapes[layer].dtype)
           contents.caches[layer] = cast_cache(*contents.caches[layer], shapes[layer].dtype);
     check_against(contents.caches, model, shapes);

@@ -15,14 +15,17 @@
 #include <gtest/gtest.h>
 #include <mlx/ops.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "../model/golden_case.h"
+#include "engine/cached_prompt.h"
 #include "engine/kv_cache_scheme.h"
 #include "engine/memory_admission.h"
 #include "engine/scheduler.h"
 #include "io/error.h"
 #include "kv_quant_cases.h"
+#include "model/prompt_cache_file.h"
 #include "model/quantized_kv_cache.h"
 #include "scheduler_harness.h"
 
@@ -134,8 +137,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, TurboKvCache,
                          ::testing::Values("llama_bf16", "llama_q4", "qwen3_bf16", "gemma3_text_q4",
                                            "qwen2_bf16", "mixtral_f32"));
 
-// A cache's saved state (prompt-cache and SSD-cache files) continues as the
-// cache itself, bit for bit.
+// A cache's saved state continues as the cache itself, bit for bit: read
+// back directly, and from a prompt-cache file through the checks the CLI
+// and the SSD cache take (float32 norms on a bfloat16 model are not cast
+// to its dtype).
 TEST(TurboKvCacheState, SavedStateContinuesBitForBit) {
   const auto golden = GoldenCase::load("llama_bf16", kSuite);
   auto loaded = load_model(golden.model_directory, {KernelMode::fast});
@@ -150,10 +155,17 @@ TEST(TurboKvCacheState, SavedStateContinuesBitForBit) {
     }
     restored.push_back(cache_from_state(state));
   }
+  const auto file = std::filesystem::path(MLX_CPP_BINARY_DIR) / "turbo_prompt_cache.safetensors";
+  save_prompt_cache(file, caches, {{"model", "tiny"}, {"tokenizer_config", "{}"}});
+  const auto from_file =
+      cached_prompt_from(load_prompt_cache(file), *loaded.model, turbo_scheme(4), "file");
   const auto next = mx::array({ids.front()}, {1, 1});
   auto a = loaded.model->forward(next, caches);
   auto b = loaded.model->forward(next, restored);
   EXPECT_TRUE(mx::array_equal(a, b).item<bool>());
+  auto file_caches = clone_cache_list(from_file->caches);
+  auto c = loaded.model->forward(next, file_caches);
+  EXPECT_TRUE(mx::array_equal(a, c).item<bool>());
   // A state with biases is not TurboQuant's.
   auto state = caches.front()->saved_state();
   state.items.emplace_back("0.2", state.array("0.1"));
