@@ -77,6 +77,12 @@ PackedKv assign_sequence(const PackedKv& target, const PackedKv& update, int sta
   });
 }
 
+mx::array dequantize_kv(const PackedKv& v, const KvQuantization& quantization) {
+  if (turbo(quantization))
+    return kernels::turbo_dequantize(v.codes, v.scales, quantization.bits, quantization.group_size);
+  return mx::dequantize(v.codes, v.scales, *v.biases, quantization.group_size, quantization.bits);
+}
+
 size_t packed_bytes(const PackedKv& v) {
   return v.codes.nbytes() + v.scales.nbytes() + (v.biases ? v.biases->nbytes() : 0);
 }
@@ -125,12 +131,6 @@ std::pair<PackedKv, PackedKv> QuantizedKvCache::update_and_fetch_packed(const mx
   keys_ = assign_sequence(*keys_, quantize(keys, quantization_), previous);
   values_ = assign_sequence(*values_, quantize(values, quantization_), previous);
   return fetch();
-}
-
-mx::array dequantize_kv(const PackedKv& v, const KvQuantization& quantization) {
-  if (quantization.packing == kernels::KvPacking::turbo)
-    return kernels::turbo_dequantize(v.codes, v.scales, quantization.bits, quantization.group_size);
-  return mx::dequantize(v.codes, v.scales, *v.biases, quantization.group_size, quantization.bits);
 }
 
 std::pair<mx::array, mx::array> QuantizedKvCache::update_and_fetch(const mx::array& keys,

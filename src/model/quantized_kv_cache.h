@@ -21,9 +21,6 @@ using PackedKv = kernels::PackedKvRows;
 // items without biases).
 constexpr const char* kTurboCacheKind = "TurboQuantKVCache";
 
-// The float rows a packed tensor holds.
-mlx::core::array dequantize_kv(const PackedKv& v, const KvQuantization& quantization);
-
 class QuantizedKvCache : public KvCache {
  public:
   explicit QuantizedKvCache(KvQuantization quantization);
