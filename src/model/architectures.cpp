@@ -6,6 +6,7 @@
 #include "io/error.h"
 #include "model/architecture_fields.h"
 #include "model/config_reader.h"
+#include "model/dedicated_graphs.h"
 
 namespace mlx_cpp {
 namespace {
@@ -36,7 +37,7 @@ std::string rewrite_name(const std::string& name, const std::vector<NameRewrite>
 }
 
 std::vector<std::string> supported_model_types() {
-  std::vector<std::string> names;
+  auto names = dedicated_model_types();
   for (const auto& [name, builder] : table()) names.push_back(name);
   return names;
 }

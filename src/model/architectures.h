@@ -12,7 +12,8 @@
 
 namespace mlx_cpp {
 
-// model_type values after mlx-lm's remapping, in table order.
+// model_type values after mlx-lm's remapping: the dedicated graphs'
+// (model/dedicated_graphs.h), then the descriptor table's in table order.
 std::vector<std::string> supported_model_types();
 
 // Applies mlx-lm's MODEL_REMAPPING (mistral → llama, ...).
@@ -22,7 +23,8 @@ std::string remap_model_type(const std::string& model_type);
 // distance; qwen3 for qwen3_moe), nearest first.
 std::vector<std::string> closest_model_types(const std::string& model_type);
 
-// Builds the spec for config["model_type"]; throws Error naming the
+// Builds the generic graph's spec for config["model_type"] (a type with a
+// dedicated graph has none); throws Error naming the
 // closest supported types and listing all for an unknown one, or naming a
 // missing/invalid field.
 // With keys_read, the config keys its builder asked for.

@@ -3,6 +3,8 @@
 #include "io/error.h"
 #include "io/json_file.h"
 #include "model/architectures.h"
+#include "model/config_reader.h"
+#include "model/dedicated_graphs.h"
 #include "model/dense_transformer.h"
 #include "model/language_model.h"
 #include "model/weight_store.h"
@@ -19,6 +21,31 @@ std::vector<int> eos_ids(const nlohmann::json& config) {
     for (const auto& id : value)
       if (id.is_number_integer()) ids.push_back(id.get<int>());
   return ids;
+}
+
+// The registry's first tier: the model_type's dedicated graph, or null.
+const DedicatedGraph* dedicated_graph_of(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
+    return nullptr;
+  return find_dedicated_graph(remap_model_type(config["model_type"].get<std::string>()));
+}
+
+// The descriptor table's spec on the generic graph, its renames and splits
+// applied to the tensors first.
+std::unique_ptr<LanguageModel> build_generic_model(TransformerSpec spec, WeightStore& weights,
+                                                   QuantizationConfig& quantization,
+                                                   const LoadOptions& options) {
+  if (!spec.weight_names.empty()) {
+    auto rename = [&spec](const std::string& name) {
+      return rewrite_name(name, spec.weight_names);
+    };
+    weights.rename(rename);
+    quantization.rename_modules(rename);
+  }
+  for (const auto& projection : spec.fused_projections)
+    weights.split_rows(projection.fused, projection.parts, projection.groups);
+  for (const auto& prefix : spec.ignored_weight_prefixes) weights.discard_prefix(prefix);
+  return std::make_unique<DenseTransformer>(std::move(spec), weights, quantization, options);
 }
 
 }  // namespace
@@ -48,7 +75,13 @@ LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions
   LoadedModel loaded;
   loaded.directory = directory;
   loaded.config = read_model_config(directory);
-  auto spec = build_transformer_spec(loaded.config);
+  // The config is checked before any tensor is read.
+  const auto* dedicated = dedicated_graph_of(loaded.config);
+  std::optional<TransformerSpec> spec;
+  if (dedicated)
+    dedicated->describe(ConfigReader(loaded.config));
+  else
+    spec = build_transformer_spec(loaded.config);
   auto quantization = QuantizationConfig::from_model_config(loaded.config);
   auto weights = WeightStore::from_directory(directory);
   weights.strip_prefix("language_model.");
@@ -56,19 +89,10 @@ LoadedModel load_model(const std::filesystem::path& directory, const LoadOptions
   // without the "model." its decoder's tensor names carry.
   if (weights.contains("embed_tokens.weight") && !weights.contains("model.embed_tokens.weight"))
     weights.rename([](const std::string& name) { return "model." + name; });
-  if (!spec.weight_names.empty()) {
-    auto rename = [&spec](const std::string& name) {
-      return rewrite_name(name, spec.weight_names);
-    };
-    weights.rename(rename);
-    quantization.rename_modules(rename);
-  }
-  for (const auto& projection : spec.fused_projections)
-    weights.split_rows(projection.fused, projection.parts, projection.groups);
-  for (const auto& prefix : spec.ignored_weight_prefixes) weights.discard_prefix(prefix);
-  std::unique_ptr<DenseTransformer> model;
+  std::unique_ptr<LanguageModel> model;
   try {
-    model = std::make_unique<DenseTransformer>(std::move(spec), weights, quantization, options);
+    model = dedicated ? dedicated->build(loaded.config, weights, quantization, options)
+                      : build_generic_model(std::move(*spec), weights, quantization, options);
   } catch (const std::exception& error) {
     // A missing or malformed tensor can make the layers fail as they are
     // built (a placeholder has no shape to read): the audit names it.

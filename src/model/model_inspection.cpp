@@ -5,6 +5,8 @@
 
 #include "io/error.h"
 #include "model/architectures.h"
+#include "model/config_reader.h"
+#include "model/dedicated_graphs.h"
 #include "model/language_model.h"
 
 namespace mlx_cpp {
@@ -77,16 +79,23 @@ ModelInspection inspect_model(const std::filesystem::path& directory) {
                           ? config["model_type"].get<std::string>()
                           : std::string();
   std::set<std::string> read;
-  TransformerSpec spec;
   try {
-    spec = build_transformer_spec(config, &read);
+    const auto* dedicated = find_dedicated_graph(remap_model_type(report.model_type));
+    if (dedicated) {
+      ConfigReader reader(config);
+      report.shape = dedicated->describe(reader);
+      read = reader.keys_read();
+      report.tier = "dedicated";
+    } else {
+      auto spec = build_transformer_spec(config, &read);
+      report.tier = spec.moe ? "generic mixture of experts" : "generic dense";
+      report.shape = describe(spec);
+    }
   } catch (const Error& error) {
     report.refusal = error.what();
     return report;
   }
   report.supported = true;
-  report.tier = spec.moe ? "generic mixture of experts" : "generic dense";
-  report.shape = describe(spec);
   for (const auto& [key, value] : config.items())
     if (!read.count(key) && !non_model_keys().count(key)) report.unread_config_keys.push_back(key);
   try {

@@ -14,7 +14,8 @@ namespace mlx_cpp {
 struct ModelInspection {
   std::string model_type;
   bool supported = false;
-  // "generic dense" or "generic mixture of experts"; empty when unsupported.
+  // "dedicated", "generic dense" or "generic mixture of experts"; empty
+  // when unsupported.
   std::string tier;
   std::string refusal;  // why it is not supported (the loader's message)
   std::string shape;    // layers, widths, heads, experts: one line
