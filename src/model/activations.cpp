@@ -31,6 +31,11 @@ std::vector<mx::array> gelu_approx_graph(const std::vector<mx::array>& inputs) {
   return {mx::multiply(half_x, mx::add(scalar_like(1.0, x), mx::tanh(scaled)))};
 }
 
+// mlx-lm's geglu (gemma4): gelu_approx(gate) * x as one compiled function.
+std::vector<mx::array> geglu_graph(const std::vector<mx::array>& inputs) {
+  return {mx::multiply(gelu_approx_graph({inputs[0]})[0], inputs[1])};
+}
+
 std::vector<mx::array> gelu_graph(const std::vector<mx::array>& inputs) {
   const auto& x = inputs[0];
   auto erf = mx::erf(mx::divide(x, scalar_like(std::sqrt(2.0), x)));
@@ -93,6 +98,11 @@ std::vector<mx::array> clip_residual_graph(const std::vector<mx::array>& inputs)
 mx::array swiglu(const mx::array& gate, const mx::array& up) {
   static auto compiled = mx::compile(swiglu_graph, /*shapeless=*/true);
   return compiled({gate, up})[0];
+}
+
+mx::array geglu(const mx::array& gate, const mx::array& x) {
+  static auto compiled = mx::compile(geglu_graph, /*shapeless=*/true);
+  return compiled({gate, x})[0];
 }
 
 mx::array gelu_approx(const mx::array& x) {

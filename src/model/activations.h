@@ -10,6 +10,8 @@ namespace mlx_cpp {
 mlx::core::array swiglu(const mlx::core::array& gate, const mlx::core::array& up);
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 mlx::core::array gelu_approx(const mlx::core::array& x);
+// gelu_approx(gate) * x (Gemma 4's experts)
+mlx::core::array geglu(const mlx::core::array& gate, const mlx::core::array& x);
 // x (1 + erf(x / sqrt(2))) / 2, mlx.nn.gelu
 mlx::core::array gelu(const mlx::core::array& x);
 // x * sigmoid(x), mlx.nn.silu

@@ -9,7 +9,7 @@
 
 #include "io/error.h"
 #include "model/layers.h"
-#include "model/sparse_moe.h"
+#include "model/switch_glu.h"
 #include "model/weight_store.h"
 
 namespace mlx_cpp {

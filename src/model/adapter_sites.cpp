@@ -1,6 +1,6 @@
 #include "model/adapter_sites.h"
 
-#include "model/sparse_moe.h"
+#include "model/switch_glu.h"
 
 namespace mlx_cpp {
 

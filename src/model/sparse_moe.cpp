@@ -11,45 +11,6 @@
 namespace mlx_cpp {
 namespace mx = mlx::core;
 
-SwitchLinear SwitchLinear::load(WeightStore& weights, const QuantizationConfig& quantization,
-                                const std::string& path, int experts, int in_dims, int out_dims,
-                                bool has_bias) {
-  SwitchLinear layer;
-  layer.experts_ = experts;
-  layer.in_dims_ = in_dims;
-  layer.out_dims_ = out_dims;
-  layer.quantized_ = load_quantized(weights, quantization, path, in_dims, out_dims, {experts});
-  if (!layer.quantized_) {
-    layer.dense_ = weights.take(path + ".weight", mx::Shape{experts, out_dims, in_dims});
-    // Said at load rather than at the first forward, where MLX would stop
-    // with "[GatherMM::eval] Currently only supports float32".
-    if (layer.dense_->ndim() == 3 && layer.dense_->dtype() != mx::float32 &&
-        mx::default_device() == mx::Device::cpu)
-      weights.report(path + ".weight is " + dtype_name(layer.dense_->dtype()) +
-                     ": dense experts need float32 on the CPU (MLX's gather_mm multiplies "
-                     "float32 only); quantize the experts or store them as float32");
-  }
-  if (has_bias) layer.bias_ = weights.take(path + ".bias", mx::Shape{experts, out_dims});
-  return layer;
-}
-
-mx::array SwitchLinear::operator()(const mx::array& x, const mx::array& indices,
-                                   bool sorted_indices, const RowAdapters& adapters) const {
-  auto y =
-      quantized_
-          ? mx::gather_qmm(x, quantized_->packed, quantized_->scales, quantized_->biases,
-                           std::nullopt, indices, /*transpose=*/true, quantized_->params.group_size,
-                           quantized_->params.bits, quantized_->params.mode, std::nullopt,
-                           sorted_indices)
-          : mx::gather_mm(x, mx::swapaxes(*dense_, -1, -2), std::nullopt, indices, sorted_indices);
-  if (bias_) y = mx::add(y, mx::expand_dims(mx::take(*bias_, indices, 0), -2));
-  return adapters.apply_switch(adapter_site_, x, y, indices, sorted_indices);
-}
-
-size_t SwitchLinear::bytes() const {
-  return (quantized_ ? quantized_->bytes() : dense_->nbytes()) + (bias_ ? bias_->nbytes() : 0);
-}
-
 SparseMoe SparseMoe::load(WeightStore& weights, const QuantizationConfig& quantization,
                           const std::string& prefix, const MoeSpec& spec, int hidden,
                           KernelMode kernels) {
@@ -59,13 +20,8 @@ SparseMoe SparseMoe::load(WeightStore& weights, const QuantizationConfig& quanti
   moe.gate_ = Linear::load(weights, quantization, prefix + "gate", hidden, experts, false);
   if (spec.selection_bias)
     moe.selection_bias_ = weights.take(prefix + "gate.e_score_correction_bias", mx::Shape{experts});
-  auto expert = [&](const char* name, int in, int out) {
-    return SwitchLinear::load(weights, quantization, prefix + "switch_mlp." + name, experts, in,
-                              out, spec.expert_bias);
-  };
-  moe.gate_proj_ = expert("gate_proj", hidden, ffn);
-  moe.up_proj_ = expert("up_proj", hidden, ffn);
-  moe.down_proj_ = expert("down_proj", ffn, hidden);
+  moe.experts_ = SwitchGlu::load(weights, quantization, prefix + "switch_mlp.", experts, hidden,
+                                 ffn, spec.expert_bias);
   if (spec.shared_intermediate_size > 0) {
     const int shared = spec.shared_intermediate_size;
     auto linear = [&](const char* name, int in, int out) {
@@ -162,34 +118,8 @@ ExpertChoice SparseMoe::route(const mx::array& x, const RowAdapters& adapters) c
   return {indices, weights};
 }
 
-mx::array SparseMoe::experts(const mx::array& x, const mx::array& indices,
-                             const RowAdapters& adapters) const {
-  auto input = mx::expand_dims(x, {-2, -3});  // [..., 1, 1, hidden]
-  // Many tokens: sort them by expert, so each expert's weights are read
-  // once (mlx-lm's threshold).
-  const bool sort = indices.size() >= 64;
-  auto chosen = indices;
-  std::optional<mx::array> inverse_order;
-  if (sort) {
-    const int k = indices.shape(-1);
-    auto flat = mx::flatten(indices);
-    auto order = mx::argsort(flat);
-    inverse_order = mx::argsort(order);
-    input =
-        mx::take(mx::flatten(input, 0, -3), mx::floor_divide(order, mx::array(k, mx::uint32)), 0);
-    chosen = mx::take(flat, order, 0);
-  }
-  auto up = up_proj_(input, chosen, sort, adapters);
-  auto gate = gate_proj_(input, chosen, sort, adapters);
-  auto out = down_proj_(swiglu(gate, up), chosen, sort, adapters);
-  if (sort) out = mx::unflatten(mx::take(out, *inverse_order, 0), 0, indices.shape());
-  return mx::squeeze(out, -2);
-}
-
 mx::array SparseMoe::operator()(const mx::array& x, const RowAdapters& adapters) const {
-  const std::vector<int> expert_sites = {gate_proj_.adapter_site(), up_proj_.adapter_site(),
-                                         down_proj_.adapter_site()};
-  return adapters.by_row_groups(expert_sites, x,
+  return adapters.by_row_groups(experts_.adapter_sites(), x,
                                 [this](const mx::array& rows, const RowAdapters& uniform) {
                                   return apply_uniform(rows, uniform);
                                 });
@@ -197,16 +127,14 @@ mx::array SparseMoe::operator()(const mx::array& x, const RowAdapters& adapters)
 
 void SparseMoe::register_adapter_sites(AdapterSites& sites, const std::string& prefix, int layer) {
   sites.add(prefix + "gate", layer, gate_);
-  sites.add(prefix + "switch_mlp.gate_proj", layer, gate_proj_);
-  sites.add(prefix + "switch_mlp.up_proj", layer, up_proj_);
-  sites.add(prefix + "switch_mlp.down_proj", layer, down_proj_);
+  experts_.register_adapter_sites(sites, prefix + "switch_mlp.", layer);
   if (shared_) shared_->register_adapter_sites(sites, prefix + "shared_experts.", layer);
   if (shared_gate_) sites.add(prefix + "shared_expert_gate", layer, *shared_gate_);
 }
 
 mx::array SparseMoe::apply_uniform(const mx::array& x, const RowAdapters& adapters) const {
   auto [indices, weights] = route(x, adapters);
-  auto y = experts(x, indices, adapters);
+  auto y = experts_(x, indices, adapters);
   y = mx::astype(mx::sum(mx::multiply(y, mx::expand_dims(weights, -1)), -2), y.dtype());
   if (!shared_) return y;
   auto shared = (*shared_)(x, adapters);
@@ -215,13 +143,12 @@ mx::array SparseMoe::apply_uniform(const mx::array& x, const RowAdapters& adapte
 }
 
 size_t SparseMoe::bytes() const {
-  return gate_.bytes() + gate_proj_.bytes() + up_proj_.bytes() + down_proj_.bytes() +
-         (shared_ ? shared_->bytes() : 0) + (shared_gate_ ? shared_gate_->bytes() : 0);
+  return gate_.bytes() + experts_.bytes() + (shared_ ? shared_->bytes() : 0) +
+         (shared_gate_ ? shared_gate_->bytes() : 0);
 }
 
 size_t SparseMoe::bytes_per_token() const {
-  const size_t experts = gate_proj_.bytes() + up_proj_.bytes() + down_proj_.bytes();
-  return gate_.bytes() + experts / spec_.num_experts * spec_.top_k +
+  return gate_.bytes() + experts_.bytes() / spec_.num_experts * spec_.top_k +
          (shared_ ? shared_->bytes() : 0) + (shared_gate_ ? shared_gate_->bytes() : 0);
 }
 

@@ -14,36 +14,12 @@
 #include "model/adapter_sites.h"
 #include "model/layers.h"
 #include "model/mlp.h"
+#include "model/switch_glu.h"
 #include "model/transformer_spec.h"
 
 namespace mlx_cpp {
 
 class WeightStore;
-
-// One projection of every expert: [experts, out, in], dense or affine
-// quantized, with an optional [experts, out] bias.
-class SwitchLinear {
- public:
-  static SwitchLinear load(WeightStore& weights, const QuantizationConfig& quantization,
-                           const std::string& path, int experts, int in_dims, int out_dims,
-                           bool has_bias);
-  // x [..., 1, in] (or [n, 1, in] sorted), indices [...] → [..., 1, out].
-  mlx::core::array operator()(const mlx::core::array& x, const mlx::core::array& indices,
-                              bool sorted_indices, const RowAdapters& adapters) const;
-  size_t bytes() const;
-  int experts() const { return experts_; }
-  int input_dims() const { return in_dims_; }
-  int output_dims() const { return out_dims_; }
-  int adapter_site() const { return adapter_site_; }
-  void set_adapter_site(int site) { adapter_site_ = site; }
-
- private:
-  int experts_ = 0, in_dims_ = 0, out_dims_ = 0;
-  int adapter_site_ = -1;
-  std::optional<mlx::core::array> dense_;
-  std::optional<QuantizedTensor> quantized_;
-  std::optional<mlx::core::array> bias_;
-};
 
 struct ExpertChoice {
   mlx::core::array indices;  // [..., k]
@@ -67,9 +43,6 @@ class SparseMoe {
   size_t bytes_per_token() const;
 
  private:
-  // mlx-lm's SwitchGLU: [..., hidden] and [..., k] → [..., k, hidden].
-  mlx::core::array experts(const mlx::core::array& x, const mlx::core::array& indices,
-                           const RowAdapters& adapters) const;
   // The whole block for rows that share their expert adapters.
   mlx::core::array apply_uniform(const mlx::core::array& x, const RowAdapters& adapters) const;
   ExpertChoice sparsemixer(const mlx::core::array& logits) const;
@@ -77,7 +50,7 @@ class SparseMoe {
   MoeSpec spec_;
   Linear gate_;
   std::optional<mlx::core::array> selection_bias_;
-  SwitchLinear gate_proj_, up_proj_, down_proj_;
+  SwitchGlu experts_;
   std::optional<Mlp> shared_;
   std::optional<Linear> shared_gate_;
 };
