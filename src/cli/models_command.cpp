@@ -8,6 +8,7 @@
 #include "io/error.h"
 #include "io/model_cache.h"
 #include "model/architectures.h"
+#include "model/dedicated_graphs.h"
 #include "model/language_model.h"
 
 namespace mlx_cpp::cli {
@@ -30,13 +31,14 @@ std::string human_parameters(std::uint64_t parameters) {
 }
 
 // Which part of mlx-cpp serves a converted model, by its config's
-// model_type (`mlx-cpp inspect` tells more): every supported type runs on
-// the descriptor table's generic graph.
+// model_type (`mlx-cpp inspect` tells more): a dedicated graph, or the
+// descriptor table's generic graph.
 const char* tier_of(const std::filesystem::path& directory) {
   try {
     const auto config = read_model_config(directory);
     const auto types = supported_model_types();
     const auto model_type = remap_model_type(config.value("model_type", std::string()));
+    if (find_dedicated_graph(model_type)) return "dedicated";
     const bool known = std::find(types.begin(), types.end(), model_type) != types.end();
     return known ? "generic" : "unsupported";
   } catch (const Error&) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "io/error.h"
@@ -113,6 +114,25 @@ RotaryEmbedding longrope(int dims, float base, const nlohmann::json& scaling,
   return rope;
 }
 
+// Gemma 4's full-attention layers (rope_type "proportional"): the leading
+// partial_rotary_factor of the dims turn at factor * base ** (i / dims),
+// the exponents over the whole head; the rest get infinite periods, so
+// they do not turn at all.
+RotaryEmbedding proportional(int dims, float base, bool traditional,
+                             const nlohmann::json& scaling) {
+  const int rotated = static_cast<int>(dims * number(scaling, "partial_rotary_factor", 1.0));
+  if (rotated < 0 || rotated > dims)
+    throw Error("rope_scaling of type proportional turns " + std::to_string(rotated) + " of " +
+                std::to_string(dims) + " dims");
+  auto exponents = mx::divide(mx::arange(0, rotated, 2, mx::float32), mx::array(float(dims)));
+  auto turning = mx::multiply(mx::array(float(number(scaling, "factor", 1.0))),
+                              mx::power(mx::array(base), exponents));
+  auto still = mx::full({(dims - rotated) / 2}, std::numeric_limits<float>::infinity());
+  RotaryEmbedding rope{dims, traditional, std::nullopt, 1.0f, std::nullopt, std::nullopt};
+  rope.freqs = mx::concatenate({turning, still});
+  return rope;
+}
+
 // The base DynamicNTKScalingRoPE (mlx-lm's rope_utils) uses for `length`
 // new tokens after `offset`, in Python's double arithmetic.
 float dynamic_base(double base, const RotaryEmbedding::Dynamic& dynamic, int dims, int length,
@@ -181,8 +201,9 @@ RotaryEmbedding make_rotary_embedding(int dims, float base, bool traditional,
     return yarn(dims, base, traditional, scaling);
   if (type == "longrope" || type == "su")
     return longrope(dims, base, scaling, max_position_embeddings);
+  if (type == "proportional") return proportional(dims, base, traditional, scaling);
   throw Error("unsupported rope_scaling type '" + type +
-              "' (supported: default, linear, dynamic, llama3, yarn, longrope)");
+              "' (supported: default, linear, dynamic, llama3, yarn, longrope, proportional)");
 }
 
 }  // namespace mlx_cpp

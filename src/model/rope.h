@@ -37,8 +37,9 @@ RotaryEmbedding make_frequency_table_rope(int dims, float base, bool traditional
 
 // Builds the embedding for one attention layer. `scaling` is the config's
 // rope_scaling object (or null); supported types: default, linear, llama3,
-// dynamic, yarn (and its deepseek/telechat3 aliases), longrope / su.
-// Others → Error.
+// dynamic, yarn (and its deepseek/telechat3 aliases), longrope / su,
+// proportional (Gemma 4: a leading fraction of the dims turns). Others →
+// Error.
 RotaryEmbedding make_rotary_embedding(int dims, float base, bool traditional,
                                       const nlohmann::json& scaling,
                                       std::optional<int> max_position_embeddings);

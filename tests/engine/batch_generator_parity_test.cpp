@@ -39,6 +39,9 @@ std::vector<std::string> batch_cases() {
   for (const auto& arch : testing::hybrid_architectures())
     for (const auto& quant : {testing::unquantized_case(arch), std::string("q4")})
       names.push_back(arch + "_" + quant);
+  for (const auto& arch : testing::dedicated_architectures())
+    for (const auto& quant : {testing::unquantized_case(arch), std::string("q4")})
+      names.push_back(arch + "_" + quant);
   return names;
 }
 

@@ -87,10 +87,12 @@ INSTANTIATE_TEST_SUITE_P(AllArchitectures, FastKernels,
 // A mixture of experts asked for the fast kernels runs the stock path
 // (routing is discontinuous: dense_transformer.cpp says why), as does a
 // model with gated DeltaNet layers (their normalizations amplify the
-// kernels' rounding), so their logits are the stock path's bit for bit.
+// kernels' rounding), and so does Gemma 4 (gemma4_text.cpp says why), so
+// their logits are the stock path's bit for bit.
 TEST(FastKernelsStockOnlyModels, RunTheStockPathBitForBit) {
   auto architectures = testing::moe_architectures();
-  architectures.insert(architectures.end(), {"qwen3_5", "qwen3_5_moe", "qwen3_next"});
+  architectures.insert(architectures.end(),
+                       {"qwen3_5", "qwen3_5_moe", "qwen3_next", "gemma4_text", "gemma4_text_moe"});
   for (const auto& arch : architectures) {
     SCOPED_TRACE(arch);
     auto golden = testing::GoldenCase::load(arch + "_q4");

@@ -76,8 +76,9 @@ TEST_P(FusedDecode, GreedyLogitsEqualTheOpGraphBitForBit) {
   }
 }
 
+// The fused step is the generic graph's.
 INSTANTIATE_TEST_SUITE_P(AllArchitectures, FusedDecode,
-                         ::testing::ValuesIn(testing::model_golden_cases()),
+                         ::testing::ValuesIn(testing::generic_model_golden_cases()),
                          [](const auto& info) { return info.param; });
 
 // One model run on its own caches, token by token.

@@ -20,11 +20,23 @@ std::vector<std::string> hybrid_architectures() {
   return {"lfm2", "qwen3_5", "qwen3_5_moe", "qwen3_next"};
 }
 
+std::vector<std::string> dedicated_architectures() {
+  return {"gemma4_text", "gemma4_text_moe"};
+}
+
 std::string unquantized_case(const std::string& arch) {
   const auto moe = moe_architectures();
   const bool routed = std::find(moe.begin(), moe.end(), arch) != moe.end() ||
-                      arch == "qwen3_5_moe" || arch == "qwen3_next";
+                      arch == "qwen3_5_moe" || arch == "qwen3_next" || arch == "gemma4_text_moe";
   return routed ? "f32" : "bf16";
+}
+
+std::vector<std::string> generic_model_golden_cases() {
+  auto names = model_golden_cases();
+  for (const auto& arch : dedicated_architectures())
+    std::erase_if(names,
+                  [&arch](const std::string& name) { return name.rfind(arch + "_", 0) == 0; });
+  return names;
 }
 
 std::vector<std::string> model_golden_cases() {
@@ -42,6 +54,9 @@ std::vector<std::string> model_golden_cases() {
   for (const auto& arch : moe_architectures())
     for (const char* quant : {"f32", "q4", "q8"}) names.push_back(arch + "_" + quant);
   for (const auto& arch : hybrid_architectures())
+    for (const auto& quant : {unquantized_case(arch), std::string("q4"), std::string("q8")})
+      names.push_back(arch + "_" + quant);
+  for (const auto& arch : dedicated_architectures())
     for (const auto& quant : {unquantized_case(arch), std::string("q4"), std::string("q8")})
       names.push_back(arch + "_" + quant);
   // A float32 checkpoint with float32 scales, as converted GGUF K-quants are.

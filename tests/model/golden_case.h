@@ -17,6 +17,12 @@ std::vector<std::string> moe_architectures();
 // Layers of other token mixers beside attention (model_goldens.py's last
 // architectures).
 std::vector<std::string> hybrid_architectures();
+// Architectures served by a dedicated graph (model/dedicated_graphs.h), the
+// oracle's last.
+std::vector<std::string> dedicated_architectures();
+// model_golden_cases() without the dedicated graphs' (for what only the
+// generic graph has).
+std::vector<std::string> generic_model_golden_cases();
 // The suffix of an architecture's unquantized case: "f32" where it routes
 // experts (MLX's CPU gather_mm multiplies float32 only), else "bf16".
 std::string unquantized_case(const std::string& arch);

@@ -124,7 +124,10 @@ TEST(ModelInspection, NamesTheTierAndWhatSetsTheModelApart) {
   const std::vector<std::array<std::string, 3>> cases = {
       {"qwen3_moe_q4", "generic mixture of experts", "2 routed layers of 8 experts (2 per token)"},
       {"lfm2_q4", "generic dense", "2 short-convolution layers of 3 taps"},
-      {"qwen3_5_q4", "generic dense", "2 gated DeltaNet layers (4 value heads of 16)"}};
+      {"qwen3_5_q4", "generic dense", "2 gated DeltaNet layers (4 value heads of 16)"},
+      {"gemma4_text_q4", "dedicated",
+       "the last 2 layers share earlier keys, per-layer inputs of 16"},
+      {"gemma4_text_moe_q4", "dedicated", "8 experts (2 per token) beside each MLP"}};
   for (const auto& [name, tier, shape] : cases) {
     SCOPED_TRACE(name);
     auto report = inspect_model(testing::GoldenCase::load(name).model_directory);
@@ -222,6 +225,43 @@ INSTANTIATE_TEST_SUITE_P(
         // in_proj_qkvz's rows no longer split per key head.
         HybridConfigCase{"qwen3_next_q4", "fused_rows_of_another_count",
                          [](auto& c) { c["linear_key_head_dim"] = 16; }, "rows to split"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// Gemma 4's dedicated graph reads its own config: each inconsistency is one
+// clear error, before any tensor is read.
+INSTANTIATE_TEST_SUITE_P(
+    Gemma4, HybridConfigErrors,
+    ::testing::Values(HybridConfigCase{"gemma4_text_q4", "every_layer_shared",
+                                       [](auto& c) { c["num_kv_shared_layers"] = 6; },
+                                       "must leave at least one of the 6 layers its own keys"},
+                      HybridConfigCase{"gemma4_text_q4", "shared_layer_without_a_source",
+                                       [](auto& c) {
+                                         c["layer_types"] = {
+                                             "sliding_attention", "sliding_attention",
+                                             "sliding_attention", "sliding_attention",
+                                             "full_attention",    "full_attention"};
+                                       },
+                                       "shared layer 4 has no earlier full-attention layer"},
+                      HybridConfigCase{"gemma4_text_q4", "unknown_layer_type",
+                                       [](auto& c) {
+                                         c["layer_types"] = {
+                                             "sliding_attention", "sliding_attention",
+                                             "linear_attention",  "sliding_attention",
+                                             "sliding_attention", "full_attention"};
+                                       },
+                                       "layer_types[2] is \"linear_attention\""},
+                      HybridConfigCase{"gemma4_text_q4", "key_heads_not_dividing",
+                                       [](auto& c) { c["num_key_value_heads"] = 3; },
+                                       "key heads do not divide its 2 heads"},
+                      HybridConfigCase{"gemma4_text_q4", "negative_per_layer_width",
+                                       [](auto& c) { c["hidden_size_per_layer_input"] = -1; },
+                                       "hidden_size_per_layer_input must be an integer from 0"},
+                      HybridConfigCase{"gemma4_text_moe_q4", "more_experts_per_token_than_experts",
+                                       [](auto& c) { c["top_k_experts"] = 9; },
+                                       "top_k_experts exceeds num_experts"},
+                      HybridConfigCase{"gemma4_text_moe_q4", "experts_without_a_width",
+                                       [](auto& c) { c.erase("moe_intermediate_size"); },
+                                       "moe_intermediate_size"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // MLX's CPU gather_mm multiplies float32 only: bfloat16 dense experts are

@@ -66,6 +66,8 @@ def wide_heads(config):
     config["num_key_value_heads"] = 1
     if "head_dim" in config:
         config["head_dim"] = 64
+    if "global_head_dim" in config:  # gemma4's full-attention layers
+        config["global_head_dim"] = 64
     if "block_dim" in config:  # lfm2's MLP width is its own field
         config["block_dim"] = 128
     scaling = config.get("rope_scaling")
@@ -164,9 +166,10 @@ def make_case(out, index, arch, quant_name, quant, dtype):
         except Exception as error:  # mlx-lm's module cannot read a quantized cache
             entry["mlx_lm_error"] = f"{type(error).__name__}: {error}"
         goldens["schemes"][scheme_name] = entry
-    if arrays:
-        mx.eval(arrays)
-        mx.save_safetensors(str(case_dir / "logits.safetensors"), arrays)
+    # Written even when mlx-lm refused every scheme (Gemma 4): the case
+    # still checks the refusals and the float prompt cache.
+    mx.eval(arrays)
+    mx.save_safetensors(str(case_dir / "logits.safetensors"), arrays)
     goldens["prompt_cache"] = {"prefix_length": PREFIX_LENGTH, "schemes": {}}
     continued = {}
     for scheme_name, (bits, group, start) in PROMPT_CACHE_SCHEMES.items():

@@ -333,14 +333,40 @@ ARCHITECTURES = {
                        full_attention_interval=2, tie_word_embeddings=False, num_experts=8,
                        num_experts_per_tok=2, moe_intermediate_size=64,
                        shared_expert_intermediate_size=64, decoder_sparse_step=1,
-                       mlp_only_layers=[0], rope_theta=100000.0, partial_rotary_factor=0.25),}
+                       mlp_only_layers=[0], rope_theta=100000.0, partial_rotary_factor=0.25),
+    # Gemma 4's small-model shape: per-layer inputs, two sliding layers then
+    # a full one with a wider head and proportional rope over a quarter of
+    # it, the last two layers sharing the keys of layers 3 and 2 (with
+    # double-wide MLPs), final logits softcapped.
+    "gemma4_text": dict(model_type="gemma4_text", vocab_size=VOCAB, hidden_size=64,
+                        num_hidden_layers=6, intermediate_size=64, num_attention_heads=2,
+                        num_key_value_heads=1, head_dim=16, global_head_dim=32,
+                        rms_norm_eps=1e-6, vocab_size_per_layer_input=VOCAB,
+                        hidden_size_per_layer_input=16, num_kv_shared_layers=2,
+                        sliding_window=16, sliding_window_pattern=3,
+                        max_position_embeddings=4096, final_logit_softcapping=30.0,
+                        use_double_wide_mlp=True, tie_word_embeddings=True),
+    # Gemma 4's larger-model shape: experts beside every MLP (mlx-lm
+    # quantizes the routers at 8 bits), full layers whose key projection
+    # gives the values too (attention_k_eq_v) with more key heads, no
+    # per-layer inputs, no shared layers, an untied head.
+    "gemma4_text_moe": dict(model_type="gemma4_text", vocab_size=VOCAB, hidden_size=64,
+                            num_hidden_layers=4, intermediate_size=64, num_attention_heads=4,
+                            num_key_value_heads=1, num_global_key_value_heads=2, head_dim=16,
+                            global_head_dim=32, attention_k_eq_v=True, rms_norm_eps=1e-6,
+                            hidden_size_per_layer_input=0, num_kv_shared_layers=0,
+                            sliding_window=16, sliding_window_pattern=2,
+                            max_position_embeddings=4096, final_logit_softcapping=30.0,
+                            enable_moe_block=True, num_experts=8, top_k_experts=2,
+                            moe_intermediate_size=64, tie_word_embeddings=False),}
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
 # MLX's CPU gather_mm multiplies float32 only, so mlx-lm runs a mixture of
 # experts with dense experts in float32 (and quantized ones, through
 # gather_qmm, in bfloat16): the dense case of these is float32.
 MOE_ARCHITECTURES = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "phimoe", "granitemoe",
-                     "ernie4_5_moe", "glm4_moe", "dots1", "qwen3_5_moe", "qwen3_next"}
+                     "ernie4_5_moe", "glm4_moe", "dots1", "qwen3_5_moe", "qwen3_next",
+                     "gemma4_text_moe"}
 
 
 def case_quantizations(arch, names=None):
@@ -389,7 +415,19 @@ def checkpoint_seed(index):
 NORMS_STORED_MINUS_ONE = {"nemotron"}
 
 
-def randomize(model, seed, norm_center=1.0):
+# Gemma 4 multiplies its embeddings by sqrt(hidden) and adds branches of
+# unit scale after norms: unit-variance embeddings would drown every branch
+# (the output would be the input token), so its embeddings are scaled down
+# to give the residual stream unit scale.
+EMBEDDING_STD = {"gemma4_text": 64 ** -0.5, "gemma4_text_moe": 64 ** -0.5}
+# Gemma 4 attends with a scale of 1 after q and k norms: norms around 1
+# would give attention logits of sqrt(head_dim) spread, so peaked that
+# bfloat16 rounding flips which keys win (stock 12 % of the largest logit
+# away from float32). Trained checkpoints learn small q/k norms.
+QK_NORM_CENTER = {"gemma4_text": 0.4, "gemma4_text_moe": 0.4}
+
+
+def randomize(model, seed, norm_center=1.0, embedding_std=1.0, qk_norm_center=None):
     """Random weights, deterministic per case, scaled like a trained network
     (unit-variance activations, norms around 1 so they matter): a badly
     scaled random network is chaotic and would make the fast path's
@@ -399,12 +437,17 @@ def randomize(model, seed, norm_center=1.0):
     new = []
     for name, value in params:
         # Norms and embeddings by llama's names, or GPT-2's (exaone: ln_1, wte).
-        if (name.endswith("norm.weight") or "layernorm" in name
+        if qk_norm_center and name.endswith(("q_norm.weight", "k_norm.weight")):
+            new.append((name, qk_norm_center * (1.0 + 0.1 * mx.random.normal(value.shape))))
+        elif (name.endswith("norm.weight") or "layernorm" in name
                 or re.search(r"(^|\.)ln_\w+\.weight$", name)):
             new.append((name, norm_center + 0.1 * mx.random.normal(value.shape)))
         elif ("embed_tokens" in name or "tok_embeddings" in name
               or name.startswith("transformer.wte.")):
-            new.append((name, mx.random.normal(value.shape)))
+            new.append((name, embedding_std * mx.random.normal(value.shape)))
+        elif name.endswith(("layer_scalar", "router.scale", "per_expert_scale")):
+            # Gemma 4's learned scales multiply whole activations.
+            new.append((name, 1.0 + 0.1 * mx.random.normal(value.shape)))
         elif ".act_fn." in name:  # XieLU's learned scalars keep their initial values
             new.append((name, value))
         elif name.endswith(("conv.weight", "conv1d.weight")):  # [channels, K, in / groups]: fan-in K x in
@@ -419,7 +462,8 @@ def randomize(model, seed, norm_center=1.0):
 def build_checkpoint(case_dir, arch, config, quant, seed, dtype=mx.bfloat16):
     model_class, args_class = _get_classes(config)
     model = model_class(args_class.from_dict(config))
-    randomize(model, seed, 0.0 if arch in NORMS_STORED_MINUS_ONE else 1.0)
+    randomize(model, seed, 0.0 if arch in NORMS_STORED_MINUS_ONE else 1.0,
+              EMBEDDING_STD.get(arch, 1.0), QK_NORM_CENTER.get(arch))
     # What mlx-lm's converter keeps in float32 (qwen3_5's A_log) stays so.
     keep = getattr(model, "cast_predicate", None)
     kept = [(k, v) for k, v in tree_flatten(model.parameters()) if keep and not keep(k)]
