@@ -21,7 +21,7 @@ std::vector<std::string> hybrid_architectures() {
 }
 
 std::vector<std::string> dedicated_architectures() {
-  return {"gemma4_text", "gemma4_text_moe"};
+  return {"gemma4_text", "gemma4_text_moe", "gemma4"};
 }
 
 std::string unquantized_case(const std::string& arch) {

@@ -358,7 +358,19 @@ ARCHITECTURES = {
                             sliding_window=16, sliding_window_pattern=2,
                             max_position_embeddings=4096, final_logit_softcapping=30.0,
                             enable_moe_block=True, num_experts=8, top_k_experts=2,
-                            moe_intermediate_size=64, tie_word_embeddings=False),}
+                            moe_intermediate_size=64, tie_word_embeddings=False),
+    # The multimodal wrapper: gemma4_text's shape under text_config, its
+    # tensors under language_model.model.
+    "gemma4": dict(model_type="gemma4", vocab_size=VOCAB,
+                   text_config=dict(model_type="gemma4_text", vocab_size=VOCAB, hidden_size=64,
+                                    num_hidden_layers=4, intermediate_size=64,
+                                    num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                                    global_head_dim=32, rms_norm_eps=1e-6,
+                                    vocab_size_per_layer_input=VOCAB,
+                                    hidden_size_per_layer_input=16, num_kv_shared_layers=1,
+                                    sliding_window=16, sliding_window_pattern=2,
+                                    max_position_embeddings=4096,
+                                    final_logit_softcapping=30.0)),}
 
 QUANTIZATIONS = {"bf16": None, "q4": (64, 4), "q8": (32, 8)}
 # MLX's CPU gather_mm multiplies float32 only, so mlx-lm runs a mixture of
@@ -419,12 +431,12 @@ NORMS_STORED_MINUS_ONE = {"nemotron"}
 # unit scale after norms: unit-variance embeddings would drown every branch
 # (the output would be the input token), so its embeddings are scaled down
 # to give the residual stream unit scale.
-EMBEDDING_STD = {"gemma4_text": 64 ** -0.5, "gemma4_text_moe": 64 ** -0.5}
+EMBEDDING_STD = {"gemma4_text": 64 ** -0.5, "gemma4_text_moe": 64 ** -0.5, "gemma4": 64 ** -0.5}
 # Gemma 4 attends with a scale of 1 after q and k norms: norms around 1
 # would give attention logits of sqrt(head_dim) spread, so peaked that
 # bfloat16 rounding flips which keys win (stock 12 % of the largest logit
 # away from float32). Trained checkpoints learn small q/k norms.
-QK_NORM_CENTER = {"gemma4_text": 0.4, "gemma4_text_moe": 0.4}
+QK_NORM_CENTER = {"gemma4_text": 0.4, "gemma4_text_moe": 0.4, "gemma4": 0.4}
 
 
 def randomize(model, seed, norm_center=1.0, embedding_std=1.0, qk_norm_center=None):
