@@ -224,6 +224,19 @@ std::pair<mlx::core::array, mlx::core::array> turbo_quantize(const mlx::core::ar
 mlx::core::array turbo_dequantize(const mlx::core::array& codes, const mlx::core::array& norms,
                                   int bits, int group_size, mlx::core::StreamOrDevice s = {});
 
+// mx::gather_qmm(x, w, scales, biases, rhs_indices = indices, transpose)
+// for one row per index: a decode step's chosen experts, x [..., 1, K]
+// against w [experts, N, K * bits / 32] → [broadcast(x batch, indices),
+// 1, N], reading only the chosen experts' rows. Bit for bit MLX's CPU
+// result for bfloat16 at 2, 4 or 8 bits (its scalar arithmetic, each step
+// rounded to bfloat16, replayed sixteen output rows at a time); other
+// dtypes, widths or shapes and other devices run mx::gather_qmm.
+mlx::core::array gather_quantized_matvec_fast(const mlx::core::array& x, const mlx::core::array& w,
+                                              const mlx::core::array& scales,
+                                              const mlx::core::array& biases,
+                                              const mlx::core::array& indices, int group_size,
+                                              int bits, mlx::core::StreamOrDevice s = {});
+
 // Gated MLP activation: act(gate) * up with act = silu (x * sigmoid(x)) or
 // gelu_approx (tanh approximation, as mlx.nn.gelu_approx). gate and up
 // have one shape; output dtype promote_types(gate, up). float32 inside,

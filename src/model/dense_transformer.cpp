@@ -359,9 +359,11 @@ DenseTransformer::DenseTransformer(TransformerSpec spec, WeightStore& weights,
     // rounding upstream; on the tiny checkpoints the stock path is itself
     // 5-10% of the largest logit away from the float32 forward, and the fast
     // kernels' different (float32) accumulation lands as far from it, past
-    // the fast path's bound.
+    // the fast path's bound. The experts' decode matvecs are the exception:
+    // their own kernel gives MLX's bits (kernels.h).
     : spec_(std::move(spec)),
-      kernels_(spec_.moe || spec_.gated_delta ? KernelMode::stock : options.kernels) {
+      kernels_(spec_.moe || spec_.gated_delta ? KernelMode::stock : options.kernels),
+      expert_kernels_(options.kernels) {
   embed_tokens_ = Embedding::load(weights, quantization, "model.embed_tokens", spec_.vocab_size,
                                   spec_.hidden_size, kernels_);
   for (int i = 0; i < spec_.num_layers; ++i)
@@ -437,8 +439,8 @@ TransformerBlock DenseTransformer::load_block(WeightStore& weights,
     load_attention(weights, quantization, index, block);
 
   if (!spec_.layer_is_moe.empty() && spec_.layer_is_moe[index])
-    block.moe =
-        SparseMoe::load(weights, quantization, prefix + "mlp.", *spec_.moe, hidden, kernels_);
+    block.moe = SparseMoe::load(weights, quantization, prefix + "mlp.", *spec_.moe, hidden,
+                                kernels_, expert_kernels_);
   else
     block.mlp = load_mlp(weights, quantization, prefix);
   if (!spec_.post_norms) block.input_norm = norm("input_layernorm", hidden);

@@ -189,6 +189,7 @@ class DenseTransformer : public LanguageModel {
 
   TransformerSpec spec_;
   KernelMode kernels_;
+  KernelMode expert_kernels_;  // the experts' decode matvecs (bit-exact either way)
   Embedding embed_tokens_;
   std::vector<TransformerBlock> layers_;
   // Per layer, its one-node decode step where it has one (fast kernels).

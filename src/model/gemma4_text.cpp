@@ -123,9 +123,9 @@ Gemma4Text::ExpertBranch Gemma4Text::load_experts(WeightStore& weights,
       mx::multiply(scale, mx::array(float(std::pow(double(hidden), -0.5)), scale.dtype()));
   branch.per_expert_scale =
       weights.take(prefix + "router.per_expert_scale", mx::Shape{spec.num_experts});
-  branch.experts =
-      SwitchGlu::load(weights, quantization, prefix + "experts.switch_glu.", spec.num_experts,
-                      hidden, spec.intermediate_size, false, MlpActivation::gelu_approx);
+  branch.experts = SwitchGlu::load(weights, quantization, prefix + "experts.switch_glu.",
+                                   spec.num_experts, hidden, spec.intermediate_size, false,
+                                   MlpActivation::gelu_approx, expert_kernels_);
   branch.dense_post_norm =
       Norm::load(weights, prefix + "post_feedforward_layernorm_1", hidden, eps, rms, kernels_);
   branch.pre_norm =
@@ -138,7 +138,7 @@ Gemma4Text::ExpertBranch Gemma4Text::load_experts(WeightStore& weights,
 }
 
 Gemma4Text::Gemma4Text(Gemma4Config config, WeightStore& weights,
-                       const QuantizationConfig& quantization, KernelMode)
+                       const QuantizationConfig& quantization, KernelMode kernels)
     // The stock path on both paths, as for a mixture of experts
     // (dense_transformer.cpp): every layer renormalizes q, k and v and
     // sandwiches both branches in norms, each rounding to bfloat16 again,
@@ -146,7 +146,9 @@ Gemma4Text::Gemma4Text(Gemma4Config config, WeightStore& weights,
     // model is itself 9 % of the largest logit away from the same weights
     // in float32 (7 % at 4 bits); the own kernels' float32 accumulation
     // lands as far from it, past the fast path's 5 % bound.
-    : config_(std::move(config)), kernels_(KernelMode::stock) {
+    // The experts' decode matvecs are the exception: their own kernel gives
+    // MLX's bits (kernels.h).
+    : config_(std::move(config)), kernels_(KernelMode::stock), expert_kernels_(kernels) {
   const int hidden = config_.hidden_size, layers = static_cast<int>(config_.layers.size());
   const float eps = config_.norm_eps;
   const NormShape rms{NormKind::rms, NormStyle::weight, false};

@@ -93,6 +93,7 @@ class Gemma4Text : public LanguageModel {
   Gemma4Config config_;
   std::string model_type_ = "gemma4_text";
   KernelMode kernels_;
+  KernelMode expert_kernels_;  // the experts' decode matvecs (bit-exact either way)
   Embedding embed_tokens_;
   std::optional<Embedding> embed_tokens_per_layer_;
   std::optional<Linear> per_layer_model_projection_;

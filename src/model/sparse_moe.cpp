@@ -13,7 +13,7 @@ namespace mx = mlx::core;
 
 SparseMoe SparseMoe::load(WeightStore& weights, const QuantizationConfig& quantization,
                           const std::string& prefix, const MoeSpec& spec, int hidden,
-                          KernelMode kernels) {
+                          KernelMode kernels, KernelMode expert_kernels) {
   SparseMoe moe;
   moe.spec_ = spec;
   const int experts = spec.num_experts, ffn = spec.intermediate_size;
@@ -21,7 +21,7 @@ SparseMoe SparseMoe::load(WeightStore& weights, const QuantizationConfig& quanti
   if (spec.selection_bias)
     moe.selection_bias_ = weights.take(prefix + "gate.e_score_correction_bias", mx::Shape{experts});
   moe.experts_ = SwitchGlu::load(weights, quantization, prefix + "switch_mlp.", experts, hidden,
-                                 ffn, spec.expert_bias);
+                                 ffn, spec.expert_bias, MlpActivation::silu, expert_kernels);
   if (spec.shared_intermediate_size > 0) {
     const int shared = spec.shared_intermediate_size;
     auto linear = [&](const char* name, int in, int out) {

@@ -30,7 +30,7 @@ class SparseMoe {
  public:
   static SparseMoe load(WeightStore& weights, const QuantizationConfig& quantization,
                         const std::string& prefix, const MoeSpec& spec, int hidden,
-                        KernelMode kernels);
+                        KernelMode kernels, KernelMode expert_kernels = KernelMode::stock);
   // x [B, L, hidden] → [B, L, hidden]; rows whose adapters differ on
   // the experts run as batches of their own.
   mlx::core::array operator()(const mlx::core::array& x, const RowAdapters& adapters) const;

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include "kernels/kernels.h"
 #include "model/activations.h"
 #include "model/weight_store.h"
 
@@ -13,8 +14,9 @@ namespace mx = mlx::core;
 
 SwitchLinear SwitchLinear::load(WeightStore& weights, const QuantizationConfig& quantization,
                                 const std::string& path, int experts, int in_dims, int out_dims,
-                                bool has_bias) {
+                                bool has_bias, KernelMode kernels) {
   SwitchLinear layer;
+  layer.kernels_ = kernels;
   layer.experts_ = experts;
   layer.in_dims_ = in_dims;
   layer.out_dims_ = out_dims;
@@ -35,8 +37,15 @@ SwitchLinear SwitchLinear::load(WeightStore& weights, const QuantizationConfig& 
 
 mx::array SwitchLinear::operator()(const mx::array& x, const mx::array& indices,
                                    bool sorted_indices, const RowAdapters& adapters) const {
+  // One row per index (a decode step, indices unsorted): the own kernel,
+  // which gives gather_qmm's bits.
+  const bool own = quantized_ && kernels_ == KernelMode::fast && !sorted_indices &&
+                   quantized_->params.mode == "affine";
   auto y =
-      quantized_
+      own ? kernels::gather_quantized_matvec_fast(
+                x, quantized_->packed, quantized_->scales, quantized_->biases, indices,
+                quantized_->params.group_size, quantized_->params.bits)
+      : quantized_
           ? mx::gather_qmm(x, quantized_->packed, quantized_->scales, quantized_->biases,
                            std::nullopt, indices, /*transpose=*/true, quantized_->params.group_size,
                            quantized_->params.bits, quantized_->params.mode, std::nullopt,
@@ -52,13 +61,14 @@ size_t SwitchLinear::bytes() const {
 
 SwitchGlu SwitchGlu::load(WeightStore& weights, const QuantizationConfig& quantization,
                           const std::string& prefix, int experts, int hidden, int ffn, bool bias,
-                          MlpActivation activation) {
+                          MlpActivation activation, KernelMode kernels) {
   if (activation != MlpActivation::silu && activation != MlpActivation::gelu_approx)
     throw std::invalid_argument("[SwitchGlu] experts gate with silu or gelu_approx");
   SwitchGlu glu;
   glu.activation_ = activation;
   auto expert = [&](const char* name, int in, int out) {
-    return SwitchLinear::load(weights, quantization, prefix + name, experts, in, out, bias);
+    return SwitchLinear::load(weights, quantization, prefix + name, experts, in, out, bias,
+                              kernels);
   };
   glu.gate_proj_ = expert("gate_proj", hidden, ffn);
   glu.up_proj_ = expert("up_proj", hidden, ffn);

@@ -23,9 +23,11 @@ class WeightStore;
 // quantized, with an optional [experts, out] bias.
 class SwitchLinear {
  public:
+  // With fast kernels, a decode step's quantized experts run the own
+  // kernel (kernels::gather_quantized_matvec_fast: MLX's bits, read faster).
   static SwitchLinear load(WeightStore& weights, const QuantizationConfig& quantization,
                            const std::string& path, int experts, int in_dims, int out_dims,
-                           bool has_bias);
+                           bool has_bias, KernelMode kernels = KernelMode::stock);
   // x [..., 1, in] (or [n, 1, in] sorted), indices [...] → [..., 1, out].
   mlx::core::array operator()(const mlx::core::array& x, const mlx::core::array& indices,
                               bool sorted_indices, const RowAdapters& adapters) const;
@@ -42,6 +44,7 @@ class SwitchLinear {
   std::optional<mlx::core::array> dense_;
   std::optional<QuantizedTensor> quantized_;
   std::optional<mlx::core::array> bias_;
+  KernelMode kernels_ = KernelMode::stock;
 };
 
 // mlx-lm's SwitchGLU: down(act(gate(x)) * up(x)) of each chosen expert,
@@ -52,7 +55,8 @@ class SwitchGlu {
   // <prefix>gate_proj, up_proj, down_proj.
   static SwitchGlu load(WeightStore& weights, const QuantizationConfig& quantization,
                         const std::string& prefix, int experts, int hidden, int ffn, bool bias,
-                        MlpActivation activation = MlpActivation::silu);
+                        MlpActivation activation = MlpActivation::silu,
+                        KernelMode kernels = KernelMode::stock);
   // x [..., hidden], indices [..., k] → [..., k, hidden].
   mlx::core::array operator()(const mlx::core::array& x, const mlx::core::array& indices,
                               const RowAdapters& adapters) const;

@@ -85,7 +85,8 @@ INSTANTIATE_TEST_SUITE_P(AllArchitectures, FastKernels,
                          [](const auto& info) { return info.param; });
 
 // A mixture of experts asked for the fast kernels runs the stock path
-// (routing is discontinuous: dense_transformer.cpp says why), as does a
+// (routing is discontinuous: dense_transformer.cpp says why; its experts'
+// decode matvecs run an own kernel that gives MLX's bits), as does a
 // model with gated DeltaNet layers (their normalizations amplify the
 // kernels' rounding), and so does Gemma 4 (gemma4_text.cpp says why), so
 // their logits are the stock path's bit for bit.
@@ -105,6 +106,14 @@ TEST(FastKernelsStockOnlyModels, RunTheStockPathBitForBit) {
     EXPECT_EQ(testing::compare_exact(fast.model->forward(input, fast_caches),
                                      stock.model->forward(input, stock_caches)),
               "");
+    // Decode steps too, where the experts' matvecs run the own kernel
+    // (MLX's bits): every step's logits equal.
+    auto expected = testing::greedy_run(stock, ids, kGreedySteps);
+    auto actual = testing::greedy_run(fast, ids, kGreedySteps);
+    EXPECT_EQ(actual.tokens, expected.tokens);
+    for (size_t step = 0; step < expected.logits.size(); ++step)
+      EXPECT_EQ(testing::compare_exact(actual.logits[step], expected.logits[step]), "")
+          << "decode step " << step;
   }
 }
 
