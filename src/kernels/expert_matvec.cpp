@@ -71,30 +71,29 @@ class GatherQuantizedMatvecFast : public FallbackPrimitive {
           const int pairs = static_cast<int>(x_rows.size());
           // Tasks of 64 output rows of one pair.
           const int blocks = (N + 63) / 64;
-          const bool wide = active_isa() == Isa::avx512;
+          const auto compute_rows = active_isa() == Isa::avx512 ? expert_matvec::rows_avx512
+                                    : active_isa() == Isa::avx2 ? expert_matvec::rows_avx2
+                                                                : expert_matvec::rows_scalar;
           parallel_ranges(pairs * blocks, 4, [&](Range range) {
             for (int task = range.begin; task < range.end; ++task) {
               const int pair = task / blocks, block = task % blocks;
               const uint32_t expert = index_data[index_at[pair]];
               const int first = block * 64, last = std::min(N, first + 64);
-              uint16_t* rows = out[0].data<uint16_t>() + static_cast<std::size_t>(pair) * N;
+              uint16_t* out_rows = out[0].data<uint16_t>() + static_cast<std::size_t>(pair) * N;
               if (expert >= static_cast<uint32_t>(experts)) {
                 // No such expert (a router gives none): NaN, not another's rows.
-                std::fill(rows + first, rows + last, uint16_t{0x7FC0});
+                std::fill(out_rows + first, out_rows + last, uint16_t{0x7FC0});
                 continue;
               }
               expert_matvec::Job job{x.data<uint16_t>() + x_rows[pair] * K,
                                      w.data<uint32_t>() + expert * words,
                                      scales.data<uint16_t>() + expert * factors,
                                      biases.data<uint16_t>() + expert * factors,
-                                     rows,
+                                     out_rows,
                                      K,
                                      group_size,
                                      bits};
-              if (wide)
-                expert_matvec::rows_avx512(job, first, last);
-              else
-                expert_matvec::rows_scalar(job, first, last);
+              compute_rows(job, first, last);
             }
           });
         });

@@ -26,6 +26,7 @@ struct Job {
 };
 
 void rows_scalar(const Job& job, int first, int last);
+void rows_avx2(const Job& job, int first, int last);
 void rows_avx512(const Job& job, int first, int last);
 
 }  // namespace mlx_cpp::kernels::expert_matvec

@@ -229,7 +229,8 @@ mlx::core::array turbo_dequantize(const mlx::core::array& codes, const mlx::core
 // against w [experts, N, K * bits / 32] → [broadcast(x batch, indices),
 // 1, N], reading only the chosen experts' rows. Bit for bit MLX's CPU
 // result for bfloat16 at 2, 4 or 8 bits (its scalar arithmetic, each step
-// rounded to bfloat16, replayed sixteen output rows at a time); other
+// rounded to bfloat16, replayed 16 output rows per AVX-512 vector, 8 per
+// AVX2 one); other
 // dtypes, widths or shapes and other devices run mx::gather_qmm.
 mlx::core::array gather_quantized_matvec_fast(const mlx::core::array& x, const mlx::core::array& w,
                                               const mlx::core::array& scales,
