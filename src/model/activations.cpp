@@ -95,6 +95,11 @@ std::vector<mx::array> clip_residual_graph(const std::vector<mx::array>& inputs)
 
 }  // namespace
 
+mx::array softcap(const mx::array& x, float cap) {
+  const auto limit = mx::array(cap, x.dtype());
+  return mx::multiply(mx::tanh(mx::divide(x, limit)), limit);
+}
+
 mx::array swiglu(const mx::array& gate, const mx::array& up) {
   static auto compiled = mx::compile(swiglu_graph, /*shapeless=*/true);
   return compiled({gate, up})[0];

@@ -30,6 +30,8 @@ mlx::core::array delta_decay(const mlx::core::array& a_log, const mlx::core::arr
 // gated norm; mlx-lm's precise_swiglu).
 mlx::core::array precise_swiglu(const mlx::core::array& h, const mlx::core::array& gate,
                                 const mlx::core::array& x);
+// tanh(x / cap) * cap in x's dtype (gemma 2's logits, Gemma 4's).
+mlx::core::array softcap(const mlx::core::array& x, float cap);
 // x + y; for float16, added in float32 and clipped to the float16 range.
 mlx::core::array clip_residual(const mlx::core::array& x, const mlx::core::array& y);
 

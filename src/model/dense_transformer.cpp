@@ -10,6 +10,7 @@
 #include "model/activations.h"
 #include "model/adapter_binding.h"
 #include "model/gated_delta_net.h"
+#include "model/layer_masks.h"
 #include "model/quantized_attention.h"
 #include "model/recurrent_state_cache.h"
 #include "model/short_conv.h"
@@ -94,9 +95,7 @@ mx::array softcapped_attention(mx::array queries, mx::array keys, mx::array valu
     keys = mx::expand_dims(keys, 2);
     values = mx::expand_dims(values, 2);
   }
-  auto scores = mx::matmul(queries, mx::swapaxes(keys, -1, -2));
-  scores = mx::tanh(mx::divide(scores, mx::array(softcap, scores.dtype())));
-  scores = mx::multiply(scores, mx::array(softcap, scores.dtype()));
+  auto scores = mlx_cpp::softcap(mx::matmul(queries, mx::swapaxes(keys, -1, -2)), softcap);
   std::optional<mx::array> mask_array = mask.mask;
   if (mask.kind == AttentionMask::Kind::causal)
     mask_array = causal_mask(length, offset, std::nullopt);
@@ -164,13 +163,7 @@ mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array 
   if (softcap)
     return softcapped_attention(rotated, all_keys, all_values, scale, *softcap, mask, offset);
 
-  std::string mode;
-  std::optional<mx::array> mask_array;
-  if (mask.kind == AttentionMask::Kind::causal) mode = "causal";
-  if (mask.kind == AttentionMask::Kind::array) {
-    mode = "array";
-    mask_array = mask.mask;
-  }
+  const auto [mode, mask_array] = fused_attention_mask(mask);
   if (!plain) {
     const auto result_type = all_values.dtype();
     const bool cast_queries =
@@ -605,28 +598,17 @@ mx::array DenseTransformer::head(const mx::array& h, const RowAdapters& adapters
     logits = mx::divide(logits, mx::array(*spec_.logits_divisor, logits.dtype()));
   if (spec_.logits_scale)
     logits = mx::multiply(logits, mx::array(*spec_.logits_scale, logits.dtype()));
-  if (spec_.final_softcap) {
-    const auto cap = mx::array(*spec_.final_softcap, logits.dtype());
-    logits = mx::multiply(mx::tanh(mx::divide(logits, cap)), cap);
-  }
+  if (spec_.final_softcap) logits = softcap(logits, *spec_.final_softcap);
   return logits;
 }
 
 std::pair<AttentionMask, AttentionMask> DenseTransformer::masks_of(const CacheList& caches,
                                                                    int length) const {
-  AttentionMask global_mask, sliding_mask;
-  bool have_global = false, have_sliding = false;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    if (!layers_[i].attends()) continue;
-    if (!layers_[i].sliding && !have_global) {
-      global_mask = caches[i]->make_mask(length, std::nullopt);
-      have_global = true;
-    } else if (layers_[i].sliding && !have_sliding) {
-      sliding_mask = caches[i]->make_mask(length, spec_.sliding_window);
-      have_sliding = true;
-    }
-  }
-  return {global_mask, sliding_mask};
+  return masks_by_layer_kind(caches, layers_.size(), length, spec_.sliding_window,
+                             [this](std::size_t i) -> std::optional<bool> {
+                               if (!layers_[i].attends()) return std::nullopt;
+                               return layers_[i].sliding;
+                             });
 }
 
 mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches,

@@ -7,10 +7,10 @@
 #include <stdexcept>
 
 #include "io/error.h"
-#include "kernels/kernels.h"
 #include "model/activations.h"
 #include "model/adapter_binding.h"
 #include "model/dense_transformer.h"
+#include "model/layer_masks.h"
 #include "model/quantized_attention.h"
 #include "model/quantized_kv_cache.h"
 #include "model/switch_glu.h"
@@ -148,7 +148,7 @@ Gemma4Text::Gemma4Text(Gemma4Config config, WeightStore& weights,
     // lands as far from it, past the fast path's 5 % bound.
     // The experts' decode matvecs are the exception: their own kernel gives
     // MLX's bits (kernels.h).
-    : config_(std::move(config)), kernels_(KernelMode::stock), expert_kernels_(kernels) {
+    : config_(std::move(config)), expert_kernels_(kernels) {
   const int hidden = config_.hidden_size, layers = static_cast<int>(config_.layers.size());
   const float eps = config_.norm_eps;
   const NormShape rms{NormKind::rms, NormStyle::weight, false};
@@ -193,7 +193,6 @@ Gemma4Text::Gemma4Text(Gemma4Config config, WeightStore& weights,
                             : 10000.0f;
     layer.rope = make_rotary_embedding(shape.head_dim, theta, config_.rope_traditional, rope,
                                        config_.max_position_embeddings);
-    layer.rope.fast_kernel = kernels_ == KernelMode::fast;
     for (auto [norm, name] : {std::pair{&layer.input_norm, "input_layernorm"},
                               {&layer.post_attention_norm, "post_attention_layernorm"},
                               {&layer.pre_feedforward_norm, "pre_feedforward_layernorm"},
@@ -293,49 +292,12 @@ mx::array Gemma4Text::per_layer_inputs(const mx::array& tokens, const mx::array&
 
 std::pair<AttentionMask, AttentionMask> Gemma4Text::masks_of(const CacheList& caches,
                                                              int length) const {
-  // Each kind's mask comes from the cache of its first layer, as mlx-lm's
-  // _make_masks asks it (the first layer of each kind owns its keys).
-  AttentionMask full, sliding;
-  bool have_full = false, have_sliding = false;
-  for (std::size_t i = 0; i < layers_.size() && i < caches.size(); ++i) {
-    if (!layers_[i].shape.sliding && !have_full) {
-      full = caches[i]->make_mask(length, std::nullopt);
-      have_full = true;
-    } else if (layers_[i].shape.sliding && !have_sliding) {
-      sliding = caches[i]->make_mask(length, config_.sliding_window);
-      have_sliding = true;
-    }
-  }
-  return {full, sliding};
+  // The shared layers keep no cache; the first layer of each kind owns its
+  // keys, as mlx-lm's _make_masks relies on.
+  return masks_by_layer_kind(
+      caches, caches.size(), length, config_.sliding_window,
+      [this](std::size_t i) -> std::optional<bool> { return layers_[i].shape.sliding; });
 }
-
-namespace {
-
-// scaled_dot_product_attention with Gemma 4's scale of 1: MLX's op on the
-// stock path, the own kernel on the fast one.
-mx::array attend(const mx::array& queries, const mx::array& keys, const mx::array& values,
-                 const AttentionMask& mask, KernelMode kernels) {
-  std::optional<mx::array> mask_array;
-  if (mask.kind == AttentionMask::Kind::array) mask_array = mask.mask;
-  if (kernels == KernelMode::fast)
-    return kernels::attention_fast(queries, keys, values, 1.0f,
-                                   mask.kind == AttentionMask::Kind::causal, mask_array);
-  std::string mode = mask.kind == AttentionMask::Kind::causal ? "causal"
-                     : mask_array                             ? "array"
-                                                              : "";
-  return mx::fast::scaled_dot_product_attention(queries, keys, values, 1.0f, mode, mask_array);
-}
-
-// Rows [first, first + count) of a batch.
-mx::array rows_of(const mx::array& t, int first, int count) {
-  auto start = mx::Shape(t.ndim(), 0);
-  auto stop = t.shape();
-  start[0] = first;
-  stop[0] = first + count;
-  return mx::slice(t, start, stop);
-}
-
-}  // namespace
 
 mx::array Gemma4Text::run_layers(const mx::array& tokens, const RowAdapters& adapters,
                                  const std::vector<AttentionMask>& full_masks,
@@ -345,7 +307,6 @@ mx::array Gemma4Text::run_layers(const mx::array& tokens, const RowAdapters& ada
   const int rows = tokens.shape(0), length = tokens.shape(1);
   // One cache list for the whole batch (forward), or one per row.
   const int groups = static_cast<int>(row_caches.size());
-  const int group_rows = batch ? 1 : rows;
   auto h = embed_tokens_.lookup(tokens);
   h = mx::multiply(h, mx::array(std::sqrt(float(config_.hidden_size)), h.dtype()));
   std::optional<mx::array> per_layer;
@@ -372,46 +333,45 @@ mx::array Gemma4Text::run_layers(const mx::array& tokens, const RowAdapters& ada
       keys = mx::transpose((*layer.k_norm)(projected), {0, 2, 1, 3});
       values = mx::transpose(mx::fast::rms_norm(raw_values, std::nullopt, config_.norm_eps),
                              {0, 2, 1, 3});
-      shared[i].keys.reserve(groups);
     }
     const auto& masks = shape.sliding ? sliding_masks : full_masks;
+    // Row group g of a batch [rows, ...]: all of it, or row g.
+    auto group_of = [groups](const mx::array& t, int g) { return groups == 1 ? t : row_of(t, g); };
     std::vector<mx::array> attended;
     for (int g = 0; g < groups; ++g) {
-      auto group_queries = groups == 1 ? queries : rows_of(queries, g * group_rows, group_rows);
+      auto group_queries = group_of(queries, g);
       int offset = 0;
-      mx::array group_keys = queries, group_values = queries;  // assigned below
+      std::optional<std::pair<mx::array, mx::array>> attended_keys;
       if (shape.owns_kv) {
         auto& cache = *(*row_caches[g])[i];
         offset = cache.offset();
-        auto new_keys = layer.rope.apply(
-            groups == 1 ? *keys : rows_of(*keys, g * group_rows, group_rows), offset);
-        auto new_values = groups == 1 ? *values : rows_of(*values, g * group_rows, group_rows);
+        auto new_keys = layer.rope.apply(group_of(*keys, g), offset);
+        auto new_values = group_of(*values, g);
         if (auto* quantized = cache.as_quantized()) {
           // No layer shares these keys (quantized_kv_refusal): attention
           // reads them packed, as mlx-lm's does.
           auto [packed_keys, packed_values] =
               quantized->update_and_fetch_packed(new_keys, new_values);
-          attended.push_back(attend_packed(
-              layer.rope.apply(group_queries, offset), packed_keys, packed_values, 1.0f, masks[g],
-              *quantized->quantization(), kernels_ == KernelMode::fast));
+          attended.push_back(attend_packed(layer.rope.apply(group_queries, offset), packed_keys,
+                                           packed_values, 1.0f, masks[g],
+                                           *quantized->quantization(), /*fast_kernels=*/false));
           continue;
         }
         const auto ring = batch && shape.sliding ? batch->rows[g].ring_newest_first : std::nullopt;
-        auto fetched = ring ? cache.update_and_fetch_in_ring_order(new_keys, new_values, *ring)
-                            : cache.update_and_fetch(new_keys, new_values);
-        group_keys = fetched.first;
-        group_values = fetched.second;
-        shared[i].keys.push_back(group_keys);
-        shared[i].values.push_back(group_values);
+        attended_keys = ring ? cache.update_and_fetch_in_ring_order(new_keys, new_values, *ring)
+                             : cache.update_and_fetch(new_keys, new_values);
+        shared[i].keys.push_back(attended_keys->first);
+        shared[i].values.push_back(attended_keys->second);
         shared[i].offsets.push_back(offset);
       } else {
         const auto& source = shared[shape.kv_source];
-        group_keys = source.keys[g];
-        group_values = source.values[g];
+        attended_keys.emplace(source.keys[g], source.values[g]);
         offset = source.offsets[g];
       }
-      group_queries = layer.rope.apply(group_queries, offset);
-      attended.push_back(attend(group_queries, group_keys, group_values, masks[g], kernels_));
+      const auto [mode, mask_array] = fused_attention_mask(masks[g]);
+      attended.push_back(mx::fast::scaled_dot_product_attention(
+          layer.rope.apply(group_queries, offset), attended_keys->first, attended_keys->second,
+          /*scale=*/1.0f, mode, mask_array));
     }
     auto attention = groups == 1 ? attended.front() : mx::concatenate(attended, 0);
     attention = mx::reshape(mx::transpose(attention, {0, 2, 1, 3}), {rows, length, -1});
@@ -448,10 +408,7 @@ mx::array Gemma4Text::run_layers(const mx::array& tokens, const RowAdapters& ada
 mx::array Gemma4Text::head(const mx::array& h, const RowAdapters& adapters) const {
   auto normed = (*final_norm_)(h);
   auto logits = lm_head_ ? (*lm_head_)(normed, adapters) : embed_tokens_.as_linear(normed);
-  if (config_.final_softcap) {
-    const auto cap = mx::array(*config_.final_softcap, logits.dtype());
-    logits = mx::multiply(mx::tanh(mx::divide(logits, cap)), cap);
-  }
+  if (config_.final_softcap) logits = softcap(logits, *config_.final_softcap);
   return logits;
 }
 

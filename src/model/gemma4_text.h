@@ -92,7 +92,8 @@ class Gemma4Text : public LanguageModel {
 
   Gemma4Config config_;
   std::string model_type_ = "gemma4_text";
-  KernelMode kernels_;
+  // MLX's ops throughout (gemma4_text.cpp says why).
+  static constexpr KernelMode kernels_ = KernelMode::stock;
   KernelMode expert_kernels_;  // the experts' decode matvecs (bit-exact either way)
   Embedding embed_tokens_;
   std::optional<Embedding> embed_tokens_per_layer_;
