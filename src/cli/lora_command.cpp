@@ -21,6 +21,8 @@ struct LoraArguments {
   std::vector<std::string> keys;
   bool train = false, test = false;
   int test_batches = 500;
+  std::string mode = "sft";
+  LearningRateSchedule schedule;
 };
 
 void print_report(const TrainingReport& report) {
@@ -56,6 +58,12 @@ void run_lora(LoraArguments& args) {
   options.adapter_path = args.adapter_path;
   if (!args.resume.empty()) options.resume_adapter_file = args.resume;
   if (!args.keys.empty()) options.keys = args.keys;
+  options.mode = parse_training_mode(args.mode);
+  if (!args.schedule.name.empty()) {
+    options.lr_schedule = args.schedule;
+  } else if (!args.schedule.arguments.empty() || args.schedule.warmup > 0) {
+    throw Error("lora: --lr-schedule-args and --warmup need --lr-schedule");
+  }
   RuntimeOptions runtime_options;
   runtime_options.kernels = KernelMode::stock;
   auto runtime = ModelRuntime::open(resolve_model_argument(args.model), runtime_options);
@@ -70,7 +78,17 @@ void run_lora(LoraArguments& args) {
     // The adapter just trained, or the one at --adapter-path.
     auto adapters = load_adapter_stack(runtime->model(), {options.adapter_path});
     const double loss = evaluate_lora(*runtime, options, "test", args.test_batches, *adapters);
-    std::printf("Test loss %.3f, Test ppl %.3f.\n", loss, std::exp(loss));
+    if (options.mode == TrainingMode::sft) {
+      std::printf("Test loss %.3f, Test ppl %.3f.\n", loss, std::exp(loss));
+    } else {
+      const auto base = score_preferences(*runtime, options, "test", nullptr);
+      const auto tuned = score_preferences(*runtime, options, "test", adapters.get());
+      std::printf(
+          "Test loss %.3f. Log-probability per token, chosen %.3f (base %.3f), rejected %.3f "
+          "(base %.3f); chosen likelier in %.0f%% of pairs (base %.0f%%).\n",
+          loss, tuned.chosen, base.chosen, tuned.rejected, base.rejected, 100 * tuned.accuracy,
+          100 * base.accuracy);
+    }
   }
 }
 
@@ -106,7 +124,25 @@ void register_lora_command(CLI::App& app) {
   command->add_option("--rank", options.rank, "LoRA rank")->capture_default_str();
   command->add_option("--scale", options.scale, "LoRA scale (mlx-lm's factor)")
       ->capture_default_str();
-  command->add_option("--dropout", options.dropout, "LoRA dropout (0 only, here)")
+  command->add_option("--dropout", options.dropout, "LoRA dropout probability while training")
+      ->capture_default_str();
+  command
+      ->add_option("--grad-accumulation-steps", options.grad_accumulation_steps,
+                   "Batches whose gradients make one update")
+      ->capture_default_str();
+  command->add_option("--lr-schedule", args->schedule.name,
+                      "cosine_decay, linear_schedule, exponential_decay or step_decay (mlx-lm's "
+                      "lr_schedule; replaces --learning-rate)");
+  command->add_option("--lr-schedule-args", args->schedule.arguments,
+                      "The schedule's arguments, initial rate first (e.g. 1e-5 1000)");
+  command->add_option("--warmup", args->schedule.warmup,
+                      "Updates of linear warmup before the schedule");
+  command->add_option("--warmup-init", args->schedule.warmup_init, "The warmup's first rate");
+  command
+      ->add_option("--train-mode", args->mode,
+                   "sft (mlx-lm's loss), or dpo / orpo on preference records")
+      ->capture_default_str();
+  command->add_option("--beta", options.beta, "dpo / orpo: weight of the preference term")
       ->capture_default_str();
   command->add_option("--keys", args->keys,
                       "Projections to adapt within a block, e.g. self_attn.q_proj (default: all)");

@@ -1,6 +1,7 @@
 #include "model/row_adapters.h"
 
 #include <mlx/ops.h>
+#include <mlx/random.h>
 
 #include <algorithm>
 #include <map>
@@ -23,13 +24,23 @@ mx::array scaled_delta(const mx::array& z, float scale, mx::Dtype dtype) {
   return mx::astype(mx::multiply(mx::array(scale, z.dtype()), z), dtype);
 }
 
-// LoRALinear: y + (scale · ((x @ a) @ b)).astype(x.dtype). DoRALinear:
-// (m / ||W'||) · (x @ Wᵀ + the same delta), then the bias.
+// nn.Dropout(p) in training: (mask · x) · (1 / (1 − p)), the mask drawn
+// as Bernoulli(1 − p) over x's shape; 1 − p and its inverse are taken in
+// double, as Python takes them.
+mx::array dropped_out(const mx::array& x, double p) {
+  const double keep = 1.0 - p;
+  auto mask = mx::random::bernoulli(mx::array(static_cast<float>(keep)), x.shape());
+  return mx::multiply(mx::multiply(mask, x), mx::array(static_cast<float>(1.0 / keep), x.dtype()));
+}
+
+// LoRALinear: y + (scale · ((dropout(x) @ a) @ b)).astype(x.dtype).
+// DoRALinear: (m / ||W'||) · (x @ Wᵀ + the same delta), then the bias.
 mx::array add_update(const StackedUpdate& stacked, const mx::array& x, const mx::array& y,
                      const std::optional<mx::array>& bias) {
   const auto& update = *stacked.update;
+  const auto input = update.dropout > 0.0 ? dropped_out(x, update.dropout) : x;
   auto delta =
-      scaled_delta(mx::matmul(mx::matmul(x, update.a), update.b), stacked.scale, x.dtype());
+      scaled_delta(mx::matmul(mx::matmul(input, update.a), update.b), stacked.scale, x.dtype());
   if (!update.dora) return mx::add(y, delta);
   auto out = mx::add(mx::matmul(x, mx::transpose(update.dora->weight)), delta);
   out = mx::multiply(mx::astype(update.dora->magnitude_ratio, x.dtype()), out);

@@ -37,6 +37,10 @@ struct LowRankUpdate {
     mlx::core::array magnitude_ratio;
   };
   std::optional<Dora> dora;
+  // Training only: LoRALinear's dropout of x before the low-rank product
+  // (the probability of zeroing an entry; 0: none), drawn from MLX's
+  // global generator as mlx-lm draws it, on the stock path.
+  double dropout = 0.0;
 };
 
 // One update in a row's stack, with the factor it is added with (the

@@ -2,8 +2,10 @@
 // on a tiny llama with SmolLM2's tokenizer and chat template, three runs
 // (chat records with tools and a masked prompt under Adam; text records
 // under AdamW with keys; prompt/completion records resumed from an adapter
-// file) give mlx-lm's every step's loss, its validation losses and its
-// saved adapter; numpy's batch order is reproduced.
+// file; a cosine schedule behind a warmup with gradients accumulated over
+// two batches; LoRA dropout) give mlx-lm's every step's loss, its
+// validation losses and its saved adapter; numpy's batch order is
+// reproduced, and the schedules' rates are mlx.optimizers'.
 #include <gtest/gtest.h>
 #include <mlx/io.h>
 #include <mlx/ops.h>
@@ -41,12 +43,23 @@ LoraTrainingOptions options_of(const nlohmann::json& recorded, const std::filesy
   options.steps_per_eval = recorded["steps_per_eval"];
   options.save_every = recorded["save_every"];
   options.learning_rate = recorded["learning_rate"].get<float>();
+  options.grad_accumulation_steps = recorded.value("grad_accumulation_steps", 1);
+  if (recorded.contains("lr_schedule") && recorded["lr_schedule"].is_object()) {
+    const auto& given = recorded["lr_schedule"];
+    LearningRateSchedule schedule;
+    schedule.name = given["name"];
+    schedule.arguments = given["arguments"].get<std::vector<double>>();
+    schedule.warmup = given.value("warmup", 0);
+    schedule.warmup_init = given.value("warmup_init", 0.0);
+    options.lr_schedule = schedule;
+  }
   options.optimizer = recorded["optimizer"];
   options.mask_prompt = recorded.value("mask_prompt", false);
   options.seed = recorded["seed"];
   const auto& lora = recorded["lora_parameters"];
   options.rank = lora["rank"];
   options.scale = lora["scale"].get<float>();
+  options.dropout = lora.value("dropout", 0.0);
   if (lora.contains("keys")) options.keys = lora["keys"].get<std::vector<std::string>>();
   if (recorded.contains("resume_adapter_file") && recorded["resume_adapter_file"].is_string())
     options.resume_adapter_file = kRoot / out.filename().string().substr(5) / "start.safetensors";
@@ -88,7 +101,34 @@ TEST_P(LoraTraining, LossesAndAdapterAreMlxLms) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Runs, LoraTraining,
-                         ::testing::Values("chat_masked", "text_adamw", "completions"));
+                         ::testing::Values("chat_masked", "text_adamw", "completions", "scheduled",
+                                           "dropout"));
+
+TEST(LearningRateSchedules, RatesAreMlxOptimizers) {
+  std::ifstream in(kRoot / "schedules.json");
+  ASSERT_TRUE(in);
+  const auto cases = nlohmann::json::parse(in);
+  ASSERT_EQ(cases.size(), 5u);
+  for (const auto& entry : cases) {
+    const auto& config = entry["config"];
+    SCOPED_TRACE(config.dump());
+    LearningRateSchedule schedule;
+    schedule.name = config["name"];
+    schedule.arguments = config["arguments"].get<std::vector<double>>();
+    schedule.warmup = config.value("warmup", 0);
+    schedule.warmup_init = config.value("warmup_init", 0.0);
+    check_schedule(schedule);
+    const auto rates = entry["rates"].get<std::vector<float>>();
+    for (std::size_t step = 0; step < rates.size(); ++step)
+      EXPECT_EQ(learning_rate_at(schedule, step).item<float>(), rates[step]) << "step " << step;
+  }
+  LearningRateSchedule bad{"cosine_decay", {1e-3}};
+  EXPECT_THROW(check_schedule(bad), Error);
+  bad = {"warmup_cosine", {1e-3, 10}};
+  EXPECT_THROW(check_schedule(bad), Error);
+  bad = {"linear_schedule", {1e-3, 0, 2.5}};
+  EXPECT_THROW(check_schedule(bad), Error);
+}
 
 TEST(NumpyRandom, PermutationsAreNumpys) {
   // np.random.seed(3); [np.random.permutation(n).tolist() for n in (5, 1, 12)]

@@ -6,12 +6,18 @@ tokenizer's files (--tokenizer: a model directory; SmolLM2's by default), so the
 chat template and tokenizer mlx-lm applies to the data are the ones
 mlx-cpp applies.
 
-Runs (each from a fixed seed, dropout 0):
+Runs (each from a fixed seed):
   chat_masked  chat records with tools, mask_prompt, Adam, 20 steps,
                validation at steps 1, 10 and 20, a checkpoint at 10
   text_adamw   text records, AdamW, keys (q, v projections), 12 steps
   completions  prompt/completion records, resumed from a given adapter
                file (random, nonzero lora_b), 8 steps
+  scheduled    prompt/completion records, a cosine schedule behind a
+               linear warmup, gradients accumulated over 2 batches, 9 steps
+  dropout      chat records, AdamW, LoRA dropout 0.25, 6 steps
+
+Also --out/schedules.json: the rates of mlx-lm's build_schedule for each
+of mlx.optimizers' schedules (with and without warmup) at steps 0-15.
 
 Writes --out/model (checkpoint + tokenizer files), --out/data/<format>/,
 --out/<run>/adapters (mlx-lm's adapter directory and checkpoints),
@@ -76,6 +82,16 @@ RUNS = {
                         batch_size=2, learning_rate=1e-3, num_layers=1, steps_per_eval=100,
                         save_every=100, val_batches=1, seed=0, resume=True,
                         lora_parameters=dict(rank=4, scale=5.0, dropout=0.0)),
+    "scheduled": dict(data="completions", mask_prompt=True, optimizer="adam", iters=9,
+                      batch_size=2, num_layers=2, steps_per_eval=100, save_every=100,
+                      val_batches=1, seed=7, grad_accumulation_steps=2,
+                      lr_schedule=dict(name="cosine_decay", arguments=[1e-3, 3, 1e-5],
+                                       warmup=1, warmup_init=1e-4),
+                      lora_parameters=dict(rank=4, scale=10.0, dropout=0.0)),
+    "dropout": dict(data="chat", optimizer="adamw", iters=6, batch_size=2,
+                    learning_rate=1e-3, num_layers=2, steps_per_eval=3, save_every=100,
+                    val_batches=1, seed=11,
+                    lora_parameters=dict(rank=4, scale=10.0, dropout=0.25)),
 }
 
 
@@ -130,6 +146,25 @@ def run(out, model_dir, name, spec):
     (run_dir / "goldens.json").write_text(json.dumps(goldens, indent=1))
 
 
+SCHEDULES = [
+    dict(name="cosine_decay", arguments=[1e-3, 7]),
+    dict(name="cosine_decay", arguments=[2e-4, 5, 1e-6], warmup=3, warmup_init=1e-7),
+    dict(name="linear_schedule", arguments=[1e-3, 1e-5, 9]),
+    dict(name="exponential_decay", arguments=[5e-4, 0.9]),
+    dict(name="step_decay", arguments=[1e-3, 0.5, 4], warmup=2),
+]
+
+
+def write_schedules(out):
+    from mlx_lm.tuner.utils import build_schedule
+    rates = []
+    for config in SCHEDULES:
+        schedule = build_schedule(config)
+        rates.append({"config": config, "rates": [
+            float(schedule(mx.array(step, mx.uint64)).item()) for step in range(16)]})
+    (out / "schedules.json").write_text(json.dumps(rates, indent=1))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True, type=Path)
@@ -157,6 +192,7 @@ def main():
         if (args.tokenizer / name).exists():
             shutil.copy(args.tokenizer / name, model_dir / name)
     write_data(args.out / "data")
+    write_schedules(args.out)
     for name, spec in RUNS.items():
         run(args.out, model_dir, name, spec)
         print("wrote", name, flush=True)

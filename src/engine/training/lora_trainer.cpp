@@ -101,22 +101,57 @@ std::vector<mx::array> initial_factors(const std::vector<TrainableSite>& sites, 
   return params;
 }
 
+// The factors of an adapter file in place of params' (a pair per site);
+// those it lacks stay as they are (mlx-lm loads without strict), unless
+// `complete` asks for every one.
+void load_resumed(const std::vector<TrainableSite>& sites, const std::filesystem::path& file,
+                  std::vector<mx::array>& params, bool complete = false) {
+  auto saved = load_safetensors_checked(file);
+  for (std::size_t i = 0; i < sites.size(); ++i)
+    for (const char* leaf : {".lora_a", ".lora_b"}) {
+      const auto name = sites[i].module + leaf;
+      auto found = saved.find(name);
+      if (found == saved.end()) {
+        if (complete) throw Error("lora: " + file.string() + " has no " + name);
+        continue;
+      }
+      auto& param = params[2 * i + (leaf[6] == 'b')];
+      const bool shaped =
+          found->second.ndim() == 2 && found->second.shape(leaf[6] == 'b' ? 1 : 0) ==
+                                           (leaf[6] == 'b' ? sites[i].out : sites[i].in);
+      if (!shaped || (!complete && found->second.shape() != param.shape()))
+        throw Error("lora: " + found->first + " in " + file.string() +
+                    " does not have the adapter's shape");
+      param = found->second;
+    }
+}
+
+// dropout: LoRALinear's, drawn in the forward (training); 0 to evaluate.
 std::shared_ptr<const AdapterStack> stack_of(const LanguageModel& model,
                                              const std::vector<TrainableSite>& sites,
-                                             const std::vector<mx::array>& params, float scale) {
+                                             const std::vector<mx::array>& params, float scale,
+                                             double dropout = 0.0) {
   auto adapter = std::make_shared<BoundAdapter>();
   adapter->name = "training";
   adapter->fine_tune_type = "lora";
   adapter->by_site.resize(model.adapter_sites().size());
-  for (std::size_t i = 0; i < sites.size(); ++i)
-    adapter->by_site[sites[i].site] = LowRankUpdate{params[2 * i], params[2 * i + 1], scale};
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    LowRankUpdate update{params[2 * i], params[2 * i + 1], scale};
+    update.dropout = dropout;
+    adapter->by_site[sites[i].site] = std::move(update);
+  }
   return std::make_shared<AdapterStack>(std::vector<AdapterStack::Entry>{{adapter, 1.0f}});
 }
 
-// mlx-lm's default_loss: cross entropy of each next token, scored from the
-// row's offset to its length, averaged over the scored tokens.
-std::vector<mx::array> masked_loss(const LanguageModel& model, const AdapterStack& stack,
-                                   const TrainingBatch& batch) {
+// One batch's loss and what it is averaged over: {loss, weight, scored
+// tokens}. sft: mlx-lm's default_loss, the cross entropy of each next
+// token scored from the row's offset to its length, averaged over the
+// scored tokens (the weight). dpo, orpo: preference_loss over the batch's
+// pairs (the weight); DPO's reference is the model with `reference` (null:
+// the base model).
+std::vector<mx::array> batch_loss(const LanguageModel& model, const AdapterStack& stack,
+                                  const TrainingBatch& batch, const LoraTrainingOptions& options,
+                                  const AdapterStack* reference_stack) {
   const int width = batch.tokens.shape(1);
   auto inputs = mx::slice(batch.tokens, {0, 0}, {batch.tokens.shape(0), width - 1});
   auto targets = mx::slice(batch.tokens, {0, 1}, {batch.tokens.shape(0), width});
@@ -127,41 +162,67 @@ std::vector<mx::array> masked_loss(const LanguageModel& model, const AdapterStac
   auto mask =
       mx::logical_and(mx::greater_equal(steps, mx::slice(lengths, {0, 0}, {lengths.shape(0), 1})),
                       mx::less_equal(steps, mx::slice(lengths, {0, 1}, {lengths.shape(0), 2})));
+  if (options.mode != TrainingMode::sft) {
+    std::optional<AnswerLogProbs> reference;
+    if (options.mode == TrainingMode::dpo) {
+      auto reference_caches = model.make_caches();
+      reference = answer_log_probs(
+          mx::stop_gradient(model.forward(inputs, reference_caches, reference_stack)), targets,
+          mask);
+    }
+    auto loss = preference_loss(options.mode, options.beta, answer_log_probs(logits, targets, mask),
+                                reference);
+    const auto pairs = mx::array(static_cast<float>(batch.tokens.shape(0) / 2));
+    return {loss, pairs, mx::sum(mask)};
+  }
   // mlx.nn.losses.cross_entropy on the CPU.
   logits = mx::subtract(logits, mx::stop_gradient(mx::max(logits, -1, /*keepdims=*/true)));
   auto score = mx::squeeze(mx::take_along_axis(logits, mx::expand_dims(targets, -1), -1), -1);
   auto cross_entropy = mx::multiply(mx::subtract(mx::logsumexp(logits, -1), score), mask);
   auto tokens = mx::sum(mask);
-  return {mx::divide(mx::sum(mx::astype(cross_entropy, mx::float32)), tokens), tokens};
+  return {mx::divide(mx::sum(mx::astype(cross_entropy, mx::float32)), tokens), tokens, tokens};
+}
+
+// The split's examples: pairs (chosen, rejected) in a preference mode.
+std::optional<std::vector<TrainingExample>> load_split(const ModelRuntime& runtime,
+                                                       const LoraTrainingOptions& options,
+                                                       const std::string& split) {
+  if (options.mode != TrainingMode::sft) return load_preference_split(runtime, options.data, split);
+  return load_training_split(runtime, options.data, split, options.mask_prompt);
+}
+
+// Rows a batch holds: a pair per example in a preference mode.
+int batch_rows(const LoraTrainingOptions& options) {
+  return options.mode == TrainingMode::sft ? options.batch_size : 2 * options.batch_size;
 }
 
 // mlx-lm's evaluate: the loss over up to `batches` batches (-1: all),
-// weighted by their scored tokens.
+// weighted by their scored tokens (preference modes: by their pairs).
 double mean_loss(const LanguageModel& model, const std::vector<TrainingExample>& examples,
                  const LoraTrainingOptions& options, int batches, NumpyRandom& numpy,
-                 const AdapterStack& stack) {
-  TrainingBatches source(examples, options.batch_size, options.max_seq_length, numpy, false);
-  mx::array total = mx::array(0.0f), tokens = mx::array(0);
+                 const AdapterStack& stack, const AdapterStack* reference) {
+  TrainingBatches source(examples, batch_rows(options), options.max_seq_length, numpy, false);
+  mx::array total = mx::array(0.0f), weights = mx::array(0);
   for (int n = 0; batches < 0 || n < batches; ++n) {
     auto batch = source.next();
     if (!batch) break;
-    auto values = masked_loss(model, stack, *batch);
+    auto values = batch_loss(model, stack, *batch, options, reference);
     total = mx::add(total, mx::multiply(values[0], values[1]));
-    tokens = mx::add(tokens, values[1]);
-    mx::eval(total, tokens);
+    weights = mx::add(weights, values[1]);
+    mx::eval(total, weights);
   }
-  return mx::divide(total, tokens).item<float>();
+  return mx::divide(total, weights).item<float>();
 }
 
 // mlx.optimizers.Adam (bias_correction off) and AdamW, one parameter.
 struct AdamState {
   mx::array m, v;
 };
-mx::array adam_update(const LoraTrainingOptions& options, const mx::array& gradient,
-                      mx::array parameter, AdamState& state) {
+mx::array adam_update(const LoraTrainingOptions& options, const mx::array& learning_rate,
+                      const mx::array& gradient, mx::array parameter, AdamState& state) {
   constexpr double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   const auto dtype = gradient.dtype();
-  auto lr = mx::astype(mx::array(options.learning_rate), dtype);
+  auto lr = mx::astype(learning_rate, dtype);
   if (options.optimizer == "adamw")
     parameter = mx::multiply(
         parameter, mx::subtract(mx::array(1.0f, dtype),
@@ -192,31 +253,48 @@ nlohmann::json adapter_config(const LoraTrainingOptions& options, const ModelRun
   nlohmann::json parameters = {
       {"rank", options.rank}, {"dropout", options.dropout}, {"scale", options.scale}};
   if (options.keys) parameters["keys"] = *options.keys;
-  return {{"fine_tune_type", "lora"},
-          {"num_layers", options.num_layers},
-          {"lora_parameters", parameters},
-          {"model", runtime.loaded().directory.string()},
-          {"data", options.data.string()},
-          {"seed", options.seed},
-          {"batch_size", options.batch_size},
-          {"iters", options.iters},
-          {"learning_rate", options.learning_rate},
-          {"max_seq_length", options.max_seq_length},
-          {"mask_prompt", options.mask_prompt},
-          {"optimizer", options.optimizer}};
+  nlohmann::json config = {{"fine_tune_type", "lora"},
+                           {"num_layers", options.num_layers},
+                           {"lora_parameters", parameters},
+                           {"model", runtime.loaded().directory.string()},
+                           {"data", options.data.string()},
+                           {"seed", options.seed},
+                           {"batch_size", options.batch_size},
+                           {"iters", options.iters},
+                           {"learning_rate", options.learning_rate},
+                           {"grad_accumulation_steps", options.grad_accumulation_steps},
+                           {"max_seq_length", options.max_seq_length},
+                           {"mask_prompt", options.mask_prompt},
+                           {"optimizer", options.optimizer}};
+  if (options.lr_schedule) {
+    const auto& schedule = *options.lr_schedule;
+    config["lr_schedule"] = {{"name", schedule.name}, {"arguments", schedule.arguments}};
+    if (schedule.warmup > 0) {
+      config["lr_schedule"]["warmup"] = schedule.warmup;
+      config["lr_schedule"]["warmup_init"] = schedule.warmup_init;
+    }
+  }
+  if (options.mode != TrainingMode::sft) {
+    config["train_mode"] = training_mode_name(options.mode);
+    config["beta"] = options.beta;
+  }
+  return config;
 }
 
 void check_options(const LoraTrainingOptions& options) {
   if (options.batch_size < 1 || options.iters < 1 || options.rank < 1 ||
       options.steps_per_report < 1 || options.steps_per_eval < 1 || options.save_every < 1 ||
-      options.max_seq_length < 2)
+      options.max_seq_length < 2 || options.grad_accumulation_steps < 1)
     throw Error(
-        "lora: batch size, iterations, rank, report/eval/save intervals must be at least 1 and "
-        "max_seq_length at least 2");
+        "lora: batch size, iterations, rank, report/eval/save intervals and gradient "
+        "accumulation steps must be at least 1 and max_seq_length at least 2");
   if (options.optimizer != "adam" && options.optimizer != "adamw")
     throw Error("lora: optimizer " + options.optimizer + " is not offered here (adam, adamw)");
-  if (options.dropout != 0.0f)
-    throw Error("lora: dropout is not applied in training here yet; use 0");
+  if (!(options.dropout >= 0.0 && options.dropout < 1.0))
+    throw Error("lora: dropout must be in [0, 1)");
+  if (options.lr_schedule) check_schedule(*options.lr_schedule);
+  if (options.mode != TrainingMode::sft && !(options.beta > 0.0f))
+    throw Error("lora: beta must be above 0");
 }
 
 }  // namespace
@@ -230,27 +308,20 @@ TrainingResult train_lora(const ModelRuntime& runtime, const LoraTrainingOptions
     throw Error("lora: training runs on the stock kernels (load the model with them)");
   if (auto refusal = model.adapter_training_refusal()) throw Error("lora: " + *refusal);
   NumpyRandom numpy(options.seed);  // mlx-lm seeds numpy first (batch order)
-  auto train_set = load_training_split(runtime, options.data, "train", options.mask_prompt);
+  auto train_set = load_split(runtime, options, "train");
   if (!train_set) throw Error("lora: " + (options.data / "train.jsonl").string() + " is missing");
-  auto valid_set = load_training_split(runtime, options.data, "valid", options.mask_prompt);
+  auto valid_set = load_split(runtime, options, "valid");
 
   mx::random::seed(options.seed);
   const auto sites = trainable_sites(model, options);
   auto params = initial_factors(sites, options.rank);
-  if (options.resume_adapter_file) {
-    auto saved = load_safetensors_checked(*options.resume_adapter_file);
-    for (std::size_t i = 0; i < sites.size(); ++i)
-      for (const char* leaf : {".lora_a", ".lora_b"}) {
-        auto found = saved.find(sites[i].module + leaf);
-        if (found == saved.end()) continue;
-        auto& param = params[2 * i + (leaf[6] == 'b')];
-        if (found->second.shape() != param.shape())
-          throw Error("lora: " + found->first + " in " + options.resume_adapter_file->string() +
-                      " does not have the adapter's shape");
-        param = found->second;
-      }
-  }
+  if (options.resume_adapter_file) load_resumed(sites, *options.resume_adapter_file, params);
   mx::eval(params);
+  // DPO's reference: the policy the run starts from (the resumed adapter,
+  // else the base model), held fixed.
+  std::shared_ptr<const AdapterStack> reference;
+  if (options.mode == TrainingMode::dpo && options.resume_adapter_file)
+    reference = stack_of(model, sites, params, options.scale);
   std::filesystem::create_directories(options.adapter_path);
   write_json_file(options.adapter_path / "adapter_config.json", adapter_config(options, runtime),
                   4);
@@ -258,7 +329,8 @@ TrainingResult train_lora(const ModelRuntime& runtime, const LoraTrainingOptions
 
   TrainingBatch current{mx::array(0), mx::array(0)};
   auto loss_of = [&](const std::vector<mx::array>& trainable) {
-    return masked_loss(model, *stack_of(model, sites, trainable, options.scale), current);
+    return batch_loss(model, *stack_of(model, sites, trainable, options.scale, options.dropout),
+                      current, options, reference.get());
   };
   std::vector<int> argnums(params.size());
   for (std::size_t i = 0; i < params.size(); ++i) argnums[i] = static_cast<int>(i);
@@ -269,12 +341,20 @@ TrainingResult train_lora(const ModelRuntime& runtime, const LoraTrainingOptions
 
   auto validation_loss = [&]() {
     return mean_loss(model, *valid_set, options, options.val_batches, numpy,
-                     *stack_of(model, sites, params, options.scale));
+                     *stack_of(model, sites, params, options.scale), reference.get());
   };
 
   TrainingResult result;
   result.adapter_file = adapter_file;
-  TrainingBatches batches(*train_set, options.batch_size, options.max_seq_length, numpy, true);
+  TrainingBatches batches(*train_set, batch_rows(options), options.max_seq_length, numpy, true);
+  // The optimizer's step count (what a schedule reads), and the gradients
+  // summed since its last update.
+  long long updates = 0;
+  std::vector<mx::array> accumulated;
+  auto rate_at = [&](long long step) {
+    return options.lr_schedule ? learning_rate_at(*options.lr_schedule, step)
+                               : mx::array(options.learning_rate);
+  };
   double losses = 0, train_seconds = 0;
   long long report_tokens = 0, trained_tokens = 0;
   int report_steps = 0;
@@ -293,16 +373,32 @@ TrainingResult train_lora(const ModelRuntime& runtime, const LoraTrainingOptions
     const auto start = Clock::now();
     current = *batch;
     auto [values, gradients] = value_and_grad(params);
-    for (std::size_t i = 0; i < params.size(); ++i)
-      params[i] = adam_update(options, gradients[i], params[i], optimizer_state[i]);
+    // mlx-lm's step: the new gradients plus those held, averaged over the
+    // accumulation at an update.
+    if (!accumulated.empty())
+      for (std::size_t i = 0; i < gradients.size(); ++i)
+        gradients[i] = mx::add(gradients[i], accumulated[i]);
+    const int accumulation = options.grad_accumulation_steps;
+    if (it % accumulation == 0) {
+      if (accumulation > 1)
+        for (auto& gradient : gradients)
+          gradient = mx::divide(gradient, mx::array(static_cast<float>(accumulation)));
+      const auto rate = rate_at(updates++);
+      for (std::size_t i = 0; i < params.size(); ++i)
+        params[i] = adam_update(options, rate, gradients[i], params[i], optimizer_state[i]);
+      accumulated.clear();
+    } else {
+      accumulated = gradients;
+    }
     std::vector<mx::array> state = params;
     for (const auto& adam : optimizer_state) state.insert(state.end(), {adam.m, adam.v});
+    state.insert(state.end(), accumulated.begin(), accumulated.end());
     state.insert(state.end(), values.begin(), values.end());
     mx::eval(state);
     const double step_loss = values[0].item<float>();
     result.step_losses.push_back(step_loss);
     losses += step_loss;
-    report_tokens += values[1].item<int>();
+    report_tokens += mx::astype(values[2], mx::int32).item<int>();
     ++report_steps;
     train_seconds += std::chrono::duration<double>(Clock::now() - start).count();
     if (on_step) on_step(it);
@@ -310,7 +406,8 @@ TrainingResult train_lora(const ModelRuntime& runtime, const LoraTrainingOptions
       trained_tokens += report_tokens;
       if (on_report) {
         TrainingReport report{TrainingReport::Kind::train, it, losses / report_steps};
-        report.learning_rate = options.learning_rate;
+        // What mlx-lm shows: the rate of the last update (the first's before any).
+        report.learning_rate = rate_at(std::max(updates - 1, 0LL)).item<float>();
         report.iterations_per_second = report_steps / train_seconds;
         report.tokens_per_second = report_tokens / train_seconds;
         report.trained_tokens = trained_tokens;
@@ -340,11 +437,55 @@ TrainingResult train_lora(const ModelRuntime& runtime, const LoraTrainingOptions
 
 double evaluate_lora(const ModelRuntime& runtime, const LoraTrainingOptions& options,
                      const std::string& split, int batches, const AdapterStack& adapters) {
-  auto examples = load_training_split(runtime, options.data, split, options.mask_prompt);
+  auto examples = load_split(runtime, options, split);
   if (!examples)
     throw Error("lora: " + (options.data / (split + ".jsonl")).string() + " is missing");
   NumpyRandom numpy(options.seed);
-  return mean_loss(runtime.model(), *examples, options, batches, numpy, adapters);
+  std::shared_ptr<const AdapterStack> reference;
+  if (options.mode == TrainingMode::dpo && options.resume_adapter_file) {
+    const auto sites = trainable_sites(runtime.model(), options);
+    std::vector<mx::array> params(2 * sites.size(), mx::array(0.0f));
+    load_resumed(sites, *options.resume_adapter_file, params, /*complete=*/true);
+    reference = stack_of(runtime.model(), sites, params, options.scale);
+  }
+  return mean_loss(runtime.model(), *examples, options, batches, numpy, adapters, reference.get());
+}
+
+PreferenceScores score_preferences(const ModelRuntime& runtime, const LoraTrainingOptions& options,
+                                   const std::string& split, const AdapterStack* adapters) {
+  auto examples = load_preference_split(runtime, options.data, split);
+  if (!examples)
+    throw Error("lora: " + (options.data / (split + ".jsonl")).string() + " is missing");
+  const auto& model = runtime.model();
+  double sums[2] = {0, 0}, counts[2] = {0, 0};
+  int pairs = 0, preferred = 0;
+  for (std::size_t i = 0; i + 1 < examples->size(); i += 2) {
+    double mean[2];
+    for (int side = 0; side < 2; ++side) {
+      const auto& example = (*examples)[i + side];
+      const int length = std::min<int>(example.tokens.size(), options.max_seq_length);
+      const std::vector<int> ids(example.tokens.begin(), example.tokens.begin() + length);
+      auto tokens = mx::array(ids.data(), {1, length}, mx::int32);
+      auto inputs = mx::slice(tokens, {0, 0}, {1, length - 1});
+      auto targets = mx::slice(tokens, {0, 1}, {1, length});
+      auto scored = mx::greater_equal(mx::arange(1, length), mx::array(example.offset));
+      auto caches = model.make_caches();
+      auto values = answer_log_probs(model.forward(inputs, caches, adapters), targets,
+                                     mx::reshape(scored, {1, length - 1}));
+      mx::eval(values.sums, values.counts);
+      const double sum = values.sums.item<float>(), count = values.counts.item<float>();
+      sums[side] += sum;
+      counts[side] += count;
+      mean[side] = count > 0 ? sum / count : 0;
+    }
+    ++pairs;
+    preferred += mean[0] > mean[1];
+  }
+  PreferenceScores scores;
+  scores.chosen = counts[0] > 0 ? sums[0] / counts[0] : 0;
+  scores.rejected = counts[1] > 0 ? sums[1] / counts[1] : 0;
+  scores.accuracy = pairs > 0 ? double(preferred) / pairs : 0;
+  return scores;
 }
 
 }  // namespace mlx_cpp

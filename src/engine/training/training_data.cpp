@@ -19,7 +19,8 @@ Format format_of(const nlohmann::ordered_json& first, const std::string& where) 
   if (first.contains("text")) return Format::text;
   throw Error(where +
               ": unsupported data format: records need \"prompt\" and \"completion\", "
-              "\"messages\", or \"text\"");
+              "\"messages\", or \"text\" (\"prompt\", \"chosen\" and \"rejected\" are "
+              "preference records, for --train-mode dpo or orpo)");
 }
 
 std::vector<int> templated(const ModelRuntime& runtime, const nlohmann::ordered_json& messages,
@@ -71,17 +72,17 @@ TrainingExample example_of(const ModelRuntime& runtime, const nlohmann::ordered_
 
 }  // namespace
 
-std::optional<std::vector<TrainingExample>> load_training_split(const ModelRuntime& runtime,
-                                                                const std::filesystem::path& dir,
-                                                                const std::string& split,
-                                                                bool mask_prompt) {
-  const auto path = dir / (split + ".jsonl");
-  if (!std::filesystem::exists(path)) return std::nullopt;
+namespace {
+
+// Each non-blank line of DIR/split.jsonl as a JSON object, with where it
+// came from; false when the file is absent.
+template <typename OnRecord>
+bool read_records(const std::filesystem::path& path, OnRecord on_record) {
+  if (!std::filesystem::exists(path)) return false;
   std::ifstream in(path);
   if (!in) throw Error("cannot read " + path.string());
-  std::vector<TrainingExample> examples;
-  std::optional<Format> format;
   std::string line;
+  bool any = false;
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const auto where = path.string() + " line " + std::to_string(number);
@@ -92,10 +93,60 @@ std::optional<std::vector<TrainingExample>> load_training_split(const ModelRunti
       throw Error(where + ": not JSON (" + error.what() + ")");
     }
     if (!record.is_object()) throw Error(where + ": expected a JSON object");
-    if (!format) format = format_of(record, where);
-    examples.push_back(example_of(runtime, record, *format, mask_prompt, where));
+    on_record(record, where);
+    any = true;
   }
-  if (examples.empty()) throw Error(path.string() + " holds no records");
+  if (!any) throw Error(path.string() + " holds no records");
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::vector<TrainingExample>> load_training_split(const ModelRuntime& runtime,
+                                                                const std::filesystem::path& dir,
+                                                                const std::string& split,
+                                                                bool mask_prompt) {
+  std::vector<TrainingExample> examples;
+  std::optional<Format> format;
+  const bool found =
+      read_records(dir / (split + ".jsonl"), [&](const auto& record, const std::string& where) {
+        if (!format) format = format_of(record, where);
+        examples.push_back(example_of(runtime, record, *format, mask_prompt, where));
+      });
+  if (!found) return std::nullopt;
+  return examples;
+}
+
+std::optional<std::vector<TrainingExample>> load_preference_split(const ModelRuntime& runtime,
+                                                                  const std::filesystem::path& dir,
+                                                                  const std::string& split) {
+  if (!runtime.has_chat_template())
+    throw Error("preference records need the model's chat template, and it has none");
+  std::vector<TrainingExample> examples;
+  const bool found =
+      read_records(dir / (split + ".jsonl"), [&](const auto& record, const std::string& where) {
+        auto text_field = [&](const char* key) {
+          if (!record.contains(key) || !record[key].is_string())
+            throw Error(where + ": preference records need \"" + key + "\" as a string");
+          return record[key].template get<std::string>();
+        };
+        auto prompt = nlohmann::ordered_json::array();
+        if (record.contains("system"))
+          prompt.push_back({{"role", "system"}, {"content", text_field("system")}});
+        prompt.push_back({{"role", "user"}, {"content", text_field("prompt")}});
+        const auto none = nlohmann::ordered_json();
+        const int offset = static_cast<int>(templated(runtime, prompt, none, true).size());
+        for (const char* answer : {"chosen", "rejected"}) {
+          auto messages = prompt;
+          messages.push_back({{"role", "assistant"}, {"content", text_field(answer)}});
+          TrainingExample example;
+          example.tokens = templated(runtime, messages, none, false);
+          example.offset = offset;
+          example.fields = static_cast<int>(record.size());
+          examples.push_back(std::move(example));
+        }
+      });
+  if (!found) return std::nullopt;
   return examples;
 }
 

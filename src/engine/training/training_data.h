@@ -35,6 +35,14 @@ std::optional<std::vector<TrainingExample>> load_training_split(const ModelRunti
                                                                 const std::string& split,
                                                                 bool mask_prompt);
 
+// Preference records {"prompt", "chosen", "rejected"[, "system"]}: two
+// examples each, the chosen answer then the rejected one, in the chat
+// template, scored from the end of the prompt (with its generation prompt)
+// on. nullopt when the split's file is absent; Error as above.
+std::optional<std::vector<TrainingExample>> load_preference_split(const ModelRuntime& runtime,
+                                                                  const std::filesystem::path& dir,
+                                                                  const std::string& split);
+
 struct TrainingBatch {
   mlx::core::array tokens;   // int32 [batch, length]
   mlx::core::array lengths;  // int32 [batch, 2]: (offset, length) per row
