@@ -247,14 +247,24 @@ mlx::core::array gated_activation_fast(const mlx::core::array& gate, const mlx::
                                        GatedActivation activation,
                                        mlx::core::StreamOrDevice s = {});
 
-// x @ w.T for float32 x [..., in] and w [out, in], through an optimized BLAS
-// (OpenBLAS, opened at run time) where the machine has one; otherwise, and
-// for other dtypes or devices, the stock matmul. Another summation order
-// than the stock op's: the fast path's, not bit-exact.
+// x @ w.T for x [..., in] and w [out, in] of one float type, in float32:
+// - float32 through an optimized BLAS's sgemm (OpenBLAS, opened at run
+//   time) where the machine has one;
+// - bfloat16 and float16 widened to float32 and the result rounded once:
+//   decode-shaped x (one token per sequence, [B, 1, in], or at most
+//   qmm::kGemvMaxRows rows) through an own kernel whose every output is the
+//   same at any number of rows or threads; larger x through sgemm, a block
+//   of weight rows widened at a time.
+// Otherwise, and for other dtypes or devices, the stock matmul. Another
+// summation order than the stock op's: the fast path's, not bit-exact.
 mlx::core::array dense_matmul_fast(const mlx::core::array& x, const mlx::core::array& w,
                                    mlx::core::StreamOrDevice s = {});
 // Whether the optimized BLAS was found.
 bool dense_matmul_available();
+// Whether dense_matmul_fast(x, w) runs the BLAS (otherwise it is the stock
+// matmul, and a caller may as well keep its own stock form, e.g. addmm).
+bool dense_matmul_takes(const mlx::core::array& x, const mlx::core::array& w,
+                        mlx::core::StreamOrDevice s = {});
 
 // Low-rank updates of a projection's output (LoRA adapters): with x and y
 // seen as rows [N, in] and [N, out] (the last axis against the others),

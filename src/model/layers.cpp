@@ -157,8 +157,8 @@ mx::array Linear::base(const mx::array& x) const {
     auto y = quantized_projection(x, *quantized_, kernels_);
     return bias_ ? mx::add(y, *bias_) : y;
   }
-  // Float32 weights on the fast path: an optimized BLAS's sgemm.
-  if (cpu_kernels_read(kernels_) && dense_->dtype() == mx::float32 && x.dtype() == mx::float32) {
+  // Float weights on the fast path: an optimized BLAS's sgemm.
+  if (cpu_kernels_read(kernels_) && kernels::dense_matmul_takes(x, *dense_)) {
     auto y = kernels::dense_matmul_fast(x, *dense_);
     return bias_ ? mx::add(y, *bias_) : y;
   }
@@ -232,7 +232,12 @@ size_t Embedding::bytes() const {
 }
 
 mx::array Embedding::as_linear(const mx::array& x) const {
-  if (dense_) return mx::matmul(x, mx::transpose(*dense_));
+  if (dense_) {
+    // A tied head of float weights: the fast path's sgemm, as Linear's.
+    if (cpu_kernels_read(kernels_) && kernels::dense_matmul_takes(x, *dense_))
+      return kernels::dense_matmul_fast(x, *dense_);
+    return mx::matmul(x, mx::transpose(*dense_));
+  }
   return quantized_projection(x, *quantized_, kernels_);
 }
 

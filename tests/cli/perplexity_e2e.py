@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Perplexity of the default model (its GGUF's Q4_1 weights carried exactly
 into MLX 4-bit) on a fixed text of our own stays within 2% of the same GGUF
-dequantized to a dense bfloat16 model. Prints both numbers."""
+dequantized to a dense float32 model. Prints both numbers.
+
+The dense reference runs the fast path: float32 weights go through an
+optimized sgemm there, where the stock path's reference BLAS takes minutes
+over the same windows (the stock path is held to mlx-lm bit for bit by
+the parity tests; here it is the quantization that is measured)."""
 import json
 import os
 import re
@@ -24,18 +29,18 @@ def perplexity(model, kernels):
 
 home = Path(os.environ.get("MLX_CPP_HOME", Path.home() / ".cache" / "mlx-cpp"))
 gguf = json.loads((home / "registry.json").read_text())[MODEL]["gguf"]
-dense = WORK / f"{MODEL}-bf16"
+dense = WORK / f"{MODEL}-f32"
 if not (dense / "config.json").exists():
-    subprocess.run([BINARY, "convert", "--gguf", gguf, "--out", str(dense), "--dtype", "bf16"],
+    subprocess.run([BINARY, "convert", "--gguf", gguf, "--out", str(dense), "--dtype", "f32"],
                    check=True, timeout=1800)
-reference, scored = perplexity(str(dense), "stock")
-print(f"bf16 dense (stock): perplexity {reference:.4f} over {scored} tokens")
+reference, scored = perplexity(str(dense), "fast")
+print(f"float32 dense (fast): perplexity {reference:.4f} over {scored} tokens")
 worst = 0.0
 for kernels in ("fast",):  # the stock path is held to mlx-lm bit for bit elsewhere
     value, scored = perplexity(MODEL, kernels)
     relative = abs(value - reference) / reference
     worst = max(worst, relative)
-    print(f"4-bit ({kernels}): perplexity {value:.4f} over {scored} tokens, {100 * relative:.2f}% from bf16")
+    print(f"4-bit ({kernels}): perplexity {value:.4f} over {scored} tokens, {100 * relative:.2f}% from float32")
 if worst > 0.02:
-    sys.exit(f"FAIL: 4-bit perplexity differs from bf16 by {100 * worst:.2f}% (> 2%)")
+    sys.exit(f"FAIL: 4-bit perplexity differs from float32 by {100 * worst:.2f}% (> 2%)")
 print("ok: within 2%")
