@@ -15,7 +15,7 @@
 // model decoded 6 tokens/s). Prefill-shaped calls widen a block of weight
 // rows at a time for sgemm. Decode-shaped calls (one token per sequence, or
 // a few rows) take an own kernel instead: each block of 16 weight rows is
-// widened into cache once and dotted with every row of x, in an order that
+// widened in registers and dotted with every row of x, in an order that
 // depends on neither the number of rows nor the threads, so a sequence's
 // logits are the same alone, in a batch, or verifying drafts.
 #include <dlfcn.h>
@@ -38,9 +38,9 @@ namespace mx = mlx::core;
 namespace {
 
 constexpr const char* kOp = "dense_matmul_fast";
-// Weight rows a decode-shaped half-precision call widens at once (their
-// float32 copy stays in the core's cache while every row of x meets it).
-constexpr int kWidenedRows = 16;
+// Weight rows a decode-shaped half-precision call takes at once (they stay
+// in the core's cache while every row of x meets them).
+constexpr int kBlockRows = 16;
 // Weight elements widened per sgemm call (16 MiB of float32): large enough
 // for OpenBLAS to block well, small enough not to double a layer's memory.
 constexpr std::size_t kWidenedElements = std::size_t{1} << 22;
@@ -81,26 +81,24 @@ bool decode_shaped(const mx::array& x) {
 }
 
 // y = x @ w.T for half-precision x [m, k], w [n, k] and y [m, n], m small:
-// each block of kWidenedRows weight rows widened once, dotted with every
-// row of x.
+// each block of kBlockRows weight rows, widened in registers, dotted with
+// every row of x while it is in the core's cache.
 void multiply_rows(const mx::array& x, const mx::array& w, mx::array& y, int m, int n, int k) {
   const auto& ops = vector_ops();
   const auto type = scalar_type_of(x.dtype());
   const auto rows_of = [k](int count) { return static_cast<std::size_t>(count) * k; };
   std::vector<float> xs(rows_of(m));
   for (int r = 0; r < m; ++r) ops.load(x.data<void>(), type, rows_of(r), k, xs.data() + rows_of(r));
-  const int blocks = (n + kWidenedRows - 1) / kWidenedRows;
-  // Tasks of whole blocks: about 256 KiB of weights each.
-  const int min_blocks = std::max(1, (1 << 17) / (kWidenedRows * k));
+  const auto* weights = static_cast<const std::uint16_t*>(w.data<void>());
+  const int blocks = (n + kBlockRows - 1) / kBlockRows;
+  // Tasks of whole blocks: about 128 KiB of weights each.
+  const int min_blocks = std::max(1, (1 << 16) / (kBlockRows * k));
   parallel_ranges(blocks, min_blocks, [&](Range range) {
-    std::vector<float> widened(rows_of(kWidenedRows));
-    float dots[kWidenedRows];
+    float dots[kBlockRows];
     for (int block = range.begin; block < range.end; ++block) {
-      const int begin = block * kWidenedRows, rows = std::min(kWidenedRows, n - begin);
-      ops.load(w.data<void>(), type, rows_of(begin), static_cast<int>(rows_of(rows)),
-               widened.data());
+      const int begin = block * kBlockRows, rows = std::min(kBlockRows, n - begin);
       for (int r = 0; r < m; ++r) {
-        ops.dot_rows(xs.data() + rows_of(r), widened.data(), k, k, rows, dots);
+        ops.dot_rows_half(xs.data() + rows_of(r), weights + rows_of(begin), type, k, k, rows, dots);
         ops.store(dots, rows, y.data<void>(), type, static_cast<std::size_t>(r) * n + begin);
       }
     }

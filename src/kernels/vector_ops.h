@@ -22,6 +22,10 @@ struct VectorOps {
   // `count` floats: the products of kLanes rows share one transposing
   // reduction instead of one reduction per row.
   void (*dot_rows)(const float* a, const float* b, int ldb, int count, int rows, float* out);
+  // dot_rows with b's rows in half precision (`type` bfloat16 or float16),
+  // widened in registers: each out[j] is the same whatever `rows` is.
+  void (*dot_rows_half)(const float* a, const void* b, ScalarType type, int ldb, int count,
+                        int rows, float* out);
   float (*sum_squares)(const float* a, int count);
   void (*axpy)(float alpha, const float* x, float* y, int count);  // y += alpha * x
   void (*scale)(float alpha, float* x, int count);                 // x *= alpha

@@ -1,6 +1,8 @@
 // Portable VectorOps: plain loops (the compiler may vectorize the
 // element-wise ones for the baseline ISA), and the table for the active
 // SIMD level.
+#include <mlx/types/half_types.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -21,6 +23,24 @@ float dot(const float* a, const float* b, int count) {
 
 void dot_rows(const float* a, const float* b, int ldb, int count, int rows, float* out) {
   for (int j = 0; j < rows; ++j) out[j] = dot(a, b + static_cast<std::ptrdiff_t>(j) * ldb, count);
+}
+
+template <typename Half>
+void dot_rows_of(const float* a, const Half* b, int ldb, int count, int rows, float* out) {
+  for (int j = 0; j < rows; ++j) {
+    const Half* row = b + static_cast<std::ptrdiff_t>(j) * ldb;
+    float sum = 0.0f;
+    for (int i = 0; i < count; ++i) sum += a[i] * static_cast<float>(row[i]);
+    out[j] = sum;
+  }
+}
+
+void dot_rows_half(const float* a, const void* b, ScalarType type, int ldb, int count, int rows,
+                   float* out) {
+  if (type == ScalarType::bfloat16)
+    dot_rows_of(a, static_cast<const mlx::core::bfloat16_t*>(b), ldb, count, rows, out);
+  else
+    dot_rows_of(a, static_cast<const mlx::core::float16_t*>(b), ldb, count, rows, out);
 }
 
 float sum_squares(const float* a, int count) {
@@ -77,6 +97,7 @@ const VectorOps& scalar_vector_ops() {
                              qmm::store_from_float,
                              dot,
                              dot_rows,
+                             dot_rows_half,
                              sum_squares,
                              axpy,
                              scale,
