@@ -60,10 +60,11 @@ TEST(DenseMatmulFast, HalfPrecisionIsFloat32ProductsRoundedOnce) {
     testing::ErrorReport report(dtype == mx::bfloat16 ? "dense_matmul_fast vs float32 (bfloat16)"
                                                       : "dense_matmul_fast vs float32 (float16)");
     // Decode shapes (one token per row, a few rows; 37 outputs leave a
-    // partial block of weight rows) and prefill shapes (sgemm).
+    // partial block of weight rows, 70 inputs a partial vector) and prefill
+    // shapes (sgemm).
     for (const auto& c : std::vector<Case>{{{1, 1, 576}, 37},
                                            {{5, 1, 256}, 1024},
-                                           {{3, 64}, 100},
+                                           {{3, 70}, 100},
                                            {{1, 24, 576}, 1536},
                                            {{2, 9, 128}, 77}}) {
       const int in = c.x.back();
