@@ -97,6 +97,15 @@ void multiply_rows(const mx::array& x, const mx::array& w, mx::array& y, int m, 
     float dots[kBlockRows];
     for (int block = range.begin; block < range.end; ++block) {
       const int begin = block * kBlockRows, rows = std::min(kBlockRows, n - begin);
+      // The next block's rows are fetched while this one is dotted: 16
+      // short row streams start too often for the hardware prefetcher
+      // (decode of a 135M model: about 7% faster, docs/benchmarks.md).
+      if (block + 1 < range.end) {
+        const auto* next = reinterpret_cast<const char*>(weights + rows_of(begin + kBlockRows));
+        const std::size_t bytes = rows_of(std::min(kBlockRows, n - begin - kBlockRows)) * 2;
+        for (std::size_t offset = 0; offset < bytes; offset += 64)
+          __builtin_prefetch(next + offset);
+      }
       for (int r = 0; r < m; ++r) {
         ops.dot_rows_half(xs.data() + rows_of(r), weights + rows_of(begin), type, k, k, rows, dots);
         ops.store(dots, rows, y.data<void>(), type, static_cast<std::size_t>(r) * n + begin);
