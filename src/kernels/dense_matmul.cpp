@@ -124,7 +124,10 @@ void multiply_widened(const mx::array& x, const mx::array& w, mx::array& y, int 
     qmm::load_as_float(x.data<void>(), type, rows_of(r.begin),
                        static_cast<int>(rows_of(r.end - r.begin)), xs.data() + rows_of(r.begin));
   });
-  const int block = static_cast<int>(std::clamp<std::size_t>(kWidenedElements / k, 16, n));
+  // At least 16 rows a call, at most the whole of w (fewer than 16 rows when
+  // w has fewer).
+  const int block =
+      static_cast<int>(std::min<std::size_t>(std::max<std::size_t>(kWidenedElements / k, 16), n));
   std::vector<float> ws(rows_of(block));
   for (int begin = 0; begin < n; begin += block) {
     const int rows = std::min(block, n - begin);

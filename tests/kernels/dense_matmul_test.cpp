@@ -61,11 +61,12 @@ TEST(DenseMatmulFast, HalfPrecisionIsFloat32ProductsRoundedOnce) {
                                                       : "dense_matmul_fast vs float32 (float16)");
     // Decode shapes (one token per row, a few rows; 37 outputs leave a
     // partial block of weight rows, 70 inputs a partial vector) and prefill
-    // shapes (sgemm).
+    // shapes (sgemm; 8 outputs are fewer than one widened block).
     for (const auto& c : std::vector<Case>{{{1, 1, 576}, 37},
                                            {{5, 1, 256}, 1024},
                                            {{3, 70}, 100},
                                            {{1, 24, 576}, 1536},
+                                           {{1, 20, 64}, 8},
                                            {{2, 9, 128}, 77}}) {
       const int in = c.x.back();
       auto x = random_normal(c.x, dtype, 1.0f, seed++);
