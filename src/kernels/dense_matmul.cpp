@@ -73,13 +73,6 @@ Sgemm sgemm() {
   return function;
 }
 
-// One token of each sequence ([B, 1, k], a batched decode step or a verify's
-// rows), or a few rows in all.
-bool decode_shaped(const mx::array& x) {
-  const bool one_token_rows = x.ndim() >= 3 && x.shape(-2) == 1;
-  return one_token_rows || x.size() / x.shape(-1) <= static_cast<std::size_t>(qmm::kGemvMaxRows);
-}
-
 // y = x @ w.T for half-precision x [m, k], w [n, k] and y [m, n], m small:
 // each block of kBlockRows weight rows, widened in registers, dotted with
 // every row of x while it is in the core's cache.
@@ -117,12 +110,13 @@ void multiply_rows(const mx::array& x, const mx::array& w, mx::array& y, int m, 
 // y = x @ w.T for half-precision x [m, k], w [n, k] and y [m, n]: x widened
 // once, w a block of rows at a time, y rounded from float32 at the end.
 void multiply_widened(const mx::array& x, const mx::array& w, mx::array& y, int m, int n, int k) {
+  const auto& ops = vector_ops();
   const auto type = scalar_type_of(x.dtype());
   const auto rows_of = [k](int count) { return static_cast<std::size_t>(count) * k; };
   std::vector<float> xs(rows_of(m)), ys(static_cast<std::size_t>(m) * n);
   parallel_ranges(m, 1, [&](Range r) {
-    qmm::load_as_float(x.data<void>(), type, rows_of(r.begin),
-                       static_cast<int>(rows_of(r.end - r.begin)), xs.data() + rows_of(r.begin));
+    ops.load(x.data<void>(), type, rows_of(r.begin), static_cast<int>(rows_of(r.end - r.begin)),
+             xs.data() + rows_of(r.begin));
   });
   // At least 16 rows a call, at most the whole of w (fewer than 16 rows when
   // w has fewer).
@@ -132,15 +126,15 @@ void multiply_widened(const mx::array& x, const mx::array& w, mx::array& y, int 
   for (int begin = 0; begin < n; begin += block) {
     const int rows = std::min(block, n - begin);
     parallel_ranges(rows, 1, [&](Range r) {
-      qmm::load_as_float(w.data<void>(), type, rows_of(begin + r.begin),
-                         static_cast<int>(rows_of(r.end - r.begin)), ws.data() + rows_of(r.begin));
+      ops.load(w.data<void>(), type, rows_of(begin + r.begin),
+               static_cast<int>(rows_of(r.end - r.begin)), ws.data() + rows_of(r.begin));
     });
     sgemm()(kRowMajor, kNoTrans, kTrans, m, rows, k, 1.0f, xs.data(), k, ws.data(), k, 0.0f,
             ys.data() + begin, n);
   }
   parallel_ranges(m, 1, [&](Range r) {
     const std::size_t offset = static_cast<std::size_t>(r.begin) * n;
-    qmm::store_from_float(ys.data() + offset, (r.end - r.begin) * n, y.data<void>(), type, offset);
+    ops.store(ys.data() + offset, (r.end - r.begin) * n, y.data<void>(), type, offset);
   });
 }
 

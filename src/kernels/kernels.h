@@ -261,8 +261,9 @@ mlx::core::array dense_matmul_fast(const mlx::core::array& x, const mlx::core::a
                                    mlx::core::StreamOrDevice s = {});
 // Whether the optimized BLAS was found.
 bool dense_matmul_available();
-// Whether dense_matmul_fast(x, w) runs the BLAS (otherwise it is the stock
-// matmul, and a caller may as well keep its own stock form, e.g. addmm).
+// Whether dense_matmul_fast(x, w) runs its own computation above (otherwise
+// it is the stock matmul, and a caller may as well keep its own stock form,
+// e.g. addmm).
 bool dense_matmul_takes(const mlx::core::array& x, const mlx::core::array& w,
                         mlx::core::StreamOrDevice s = {});
 

@@ -112,6 +112,11 @@ qmm::ScalarType scalar_type_of(mx::Dtype dtype) {
   return qmm::ScalarType::float32;
 }
 
+bool decode_shaped(const mx::array& x) {
+  const bool one_token_rows = x.ndim() >= 3 && x.shape(-2) == 1;
+  return one_token_rows || x.size() / x.shape(-1) <= static_cast<std::size_t>(qmm::kGemvMaxRows);
+}
+
 void reject(const char* op, const std::string& message) {
   throw std::invalid_argument(std::string("[") + op + "] " + message);
 }

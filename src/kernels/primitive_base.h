@@ -56,6 +56,12 @@ class FallbackPrimitive : public mlx::core::Primitive {
 // The kernels' element type for an MLX float dtype (float32 for others).
 qmm::ScalarType scalar_type_of(mlx::core::Dtype dtype);
 
+// Whether x [..., K] has the shape of a decode step: one token of each of
+// B sequences ([B, 1, K], a batched step or a verify's rows), or at most
+// qmm::kGemvMaxRows rows in all. Matmuls give such x their row kernels,
+// whose every row comes out as it would alone, at any B.
+bool decode_shaped(const mlx::core::array& x);
+
 // Throws std::invalid_argument("[op] message").
 [[noreturn]] void reject(const char* op, const std::string& message);
 

@@ -147,12 +147,10 @@ PreparedX prepare(const mx::array& x, const qmm::IsaKernels& isa, int group_size
   PreparedX p;
   p.K = x.shape(-1);
   p.M = static_cast<int>(x.size() / p.K);
-  // x [B, 1, K] is one token of each of B sequences (a batched decode
-  // step): the decode kernels take it at any B, in blocks of rows, so each
-  // row's result is the one it would get alone.
-  const bool one_token_rows = x.ndim() >= 3 && x.shape(-2) == 1;
-  static_cast<KernelChoice&>(p) = choose_kernel(isa, p.M <= qmm::kGemvMaxRows || one_token_rows,
-                                                bits, precision, prefill, row_interleaved);
+  // The decode kernels take decode-shaped x at any B, in blocks of rows, so
+  // each row's result is the one it would get alone.
+  static_cast<KernelChoice&>(p) =
+      choose_kernel(isa, decode_shaped(x), bits, precision, prefill, row_interleaved);
   const bool round = p.decode && precision == ActivationPrecision::bfloat16;
   // The int8, bfloat16, int16 and half-precision kernels read x in natural
   // order from x_float.

@@ -157,7 +157,8 @@ mx::array Linear::base(const mx::array& x) const {
     auto y = quantized_projection(x, *quantized_, kernels_);
     return bias_ ? mx::add(y, *bias_) : y;
   }
-  // Float weights on the fast path: an optimized BLAS's sgemm.
+  // Float weights on the fast path: widened to float32 for sgemm or the own
+  // decode kernel (kernels::dense_matmul_fast).
   if (cpu_kernels_read(kernels_) && kernels::dense_matmul_takes(x, *dense_)) {
     auto y = kernels::dense_matmul_fast(x, *dense_);
     return bias_ ? mx::add(y, *bias_) : y;
@@ -233,7 +234,7 @@ size_t Embedding::bytes() const {
 
 mx::array Embedding::as_linear(const mx::array& x) const {
   if (dense_) {
-    // A tied head of float weights: the fast path's sgemm, as Linear's.
+    // A tied head of float weights: the fast path's dense product, as Linear's.
     if (cpu_kernels_read(kernels_) && kernels::dense_matmul_takes(x, *dense_))
       return kernels::dense_matmul_fast(x, *dense_);
     return mx::matmul(x, mx::transpose(*dense_));
