@@ -21,18 +21,19 @@ float dot(const float* a, const float* b, int count) {
   return sum;
 }
 
-void dot_rows(const float* a, const float* b, int ldb, int count, int rows, float* out) {
-  for (int j = 0; j < rows; ++j) out[j] = dot(a, b + static_cast<std::ptrdiff_t>(j) * ldb, count);
-}
-
-template <typename Half>
-void dot_rows_of(const float* a, const Half* b, int ldb, int count, int rows, float* out) {
+// out[j] = a . (row j of b), rows ldb apart, b's values widened to float.
+template <typename T>
+void dot_rows_of(const float* a, const T* b, int ldb, int count, int rows, float* out) {
   for (int j = 0; j < rows; ++j) {
-    const Half* row = b + static_cast<std::ptrdiff_t>(j) * ldb;
+    const T* row = b + static_cast<std::ptrdiff_t>(j) * ldb;
     float sum = 0.0f;
     for (int i = 0; i < count; ++i) sum += a[i] * static_cast<float>(row[i]);
     out[j] = sum;
   }
+}
+
+void dot_rows(const float* a, const float* b, int ldb, int count, int rows, float* out) {
+  dot_rows_of(a, b, ldb, count, rows, out);
 }
 
 void dot_rows_half(const float* a, const void* b, ScalarType type, int ldb, int count, int rows,
