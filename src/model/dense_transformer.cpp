@@ -631,6 +631,25 @@ mx::array DenseTransformer::forward(const mx::array& tokens, CacheList& caches,
   return head(h, adapters);
 }
 
+mx::array DenseTransformer::training_forward(const mx::array& tokens, const AdapterStack* stack,
+                                             const TrainingBlockRunner& run_block) const {
+  if (!run_block) return LanguageModel::training_forward(tokens, stack);
+  const auto adapters = RowAdapters::single(stack);
+  auto h = embed(tokens);
+  const auto [global_mask, sliding_mask] = masks_of(make_caches(), tokens.shape(1));
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    // Held by value: a runner may call the block again after this returns
+    // (a checkpoint recomputes it in the backward pass).
+    TrainingBlock block = [this, i, mask = layers_[i].sliding ? sliding_mask : global_mask](
+                              const mx::array& x, const AdapterStack* block_stack) {
+      auto cache = make_cache(i);
+      return layers_[i](x, mask, *cache, RowAdapters::single(block_stack));
+    };
+    h = run_block(static_cast<int>(i), h, block);
+  }
+  return head(h, adapters);
+}
+
 mx::array DenseTransformer::hidden_states(const mx::array& tokens,
                                           const std::vector<int>& lengths) const {
   if (tokens.ndim() != 2) throw std::invalid_argument("[hidden_states] tokens must be [B, L]");

@@ -146,6 +146,8 @@ class DenseTransformer : public LanguageModel {
   mlx::core::array forward_batch(const mlx::core::array& tokens,
                                  const ForwardBatch& batch) const override;
   CacheList make_caches() const override;
+  mlx::core::array training_forward(const mlx::core::array& tokens, const AdapterStack* adapters,
+                                    const TrainingBlockRunner& run_block = {}) const override;
   mlx::core::array hidden_states(const mlx::core::array& tokens,
                                  const std::vector<int>& lengths = {}) const override;
   bool bidirectional() const override { return spec_.bidirectional; }

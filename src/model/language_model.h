@@ -5,6 +5,7 @@
 #include <mlx/array.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -31,6 +32,23 @@ class LanguageModel {
   virtual mlx::core::array forward_batch(const mlx::core::array& tokens,
                                          const ForwardBatch& batch) const = 0;
   virtual CacheList make_caches() const = 0;
+  // One block of a training forward: hidden [B, L, hidden] and the stack
+  // its projections run with → the block's output. Each call starts from
+  // empty caches, so it may be called again to recompute the same values.
+  using TrainingBlock =
+      std::function<mlx::core::array(const mlx::core::array&, const AdapterStack*)>;
+  // How a training forward runs block `layer` on `hidden`: by calling
+  // `block` (with the forward's stack, or one whose factors are the same
+  // values traced otherwise), e.g. inside mlx::core::checkpoint.
+  using TrainingBlockRunner = std::function<mlx::core::array(
+      int layer, const mlx::core::array& hidden, const TrainingBlock& block)>;
+  // tokens: int32 [B, L], whole sequences from empty caches → logits
+  // [B, L, vocab], the values forward gives them. `run_block` (empty: each
+  // block called directly) sees every block; a model that cannot hand out
+  // its blocks throws Error when given one.
+  virtual mlx::core::array training_forward(const mlx::core::array& tokens,
+                                            const AdapterStack* adapters,
+                                            const TrainingBlockRunner& run_block = {}) const;
   // tokens: int32 [B, L], whole sequences → the final-normed hidden states
   // [B, L, hidden], with no cache: each token attends as the model's
   // attention does (both ways in an encoder, to the left otherwise). What

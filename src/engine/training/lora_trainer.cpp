@@ -155,8 +155,7 @@ std::vector<mx::array> batch_loss(const LanguageModel& model, const AdapterStack
   const int width = batch.tokens.shape(1);
   auto inputs = mx::slice(batch.tokens, {0, 0}, {batch.tokens.shape(0), width - 1});
   auto targets = mx::slice(batch.tokens, {0, 1}, {batch.tokens.shape(0), width});
-  auto caches = model.make_caches();
-  auto logits = model.forward(inputs, caches, &stack);
+  auto logits = model.training_forward(inputs, &stack);
   auto steps = mx::arange(1, targets.shape(1) + 1);
   auto lengths = batch.lengths;
   auto mask =
@@ -165,10 +164,8 @@ std::vector<mx::array> batch_loss(const LanguageModel& model, const AdapterStack
   if (options.mode != TrainingMode::sft) {
     std::optional<AnswerLogProbs> reference;
     if (options.mode == TrainingMode::dpo) {
-      auto reference_caches = model.make_caches();
       reference = answer_log_probs(
-          mx::stop_gradient(model.forward(inputs, reference_caches, reference_stack)), targets,
-          mask);
+          mx::stop_gradient(model.training_forward(inputs, reference_stack)), targets, mask);
     }
     auto loss = preference_loss(options.mode, options.beta, answer_log_probs(logits, targets, mask),
                                 reference);
