@@ -130,6 +130,9 @@ void register_lora_command(CLI::App& app) {
       ->add_option("--grad-accumulation-steps", options.grad_accumulation_steps,
                    "Batches whose gradients make one update")
       ->capture_default_str();
+  command->add_flag("--grad-checkpoint", options.grad_checkpoint,
+                    "Recompute each block's activations in the backward pass instead of keeping "
+                    "them (less memory, about a third more time)");
   command->add_option("--lr-schedule", args->schedule.name,
                       "cosine_decay, linear_schedule, exponential_decay or step_decay (mlx-lm's "
                       "lr_schedule; replaces --learning-rate)");

@@ -1,11 +1,13 @@
 // Training against mlx_lm.lora (oracle: tools/oracle/lora_training_goldens.py):
-// on a tiny llama with SmolLM2's tokenizer and chat template, three runs
+// on a tiny llama with SmolLM2's tokenizer and chat template, six runs
 // (chat records with tools and a masked prompt under Adam; text records
 // under AdamW with keys; prompt/completion records resumed from an adapter
 // file; a cosine schedule behind a warmup with gradients accumulated over
-// two batches; LoRA dropout) give mlx-lm's every step's loss, its
-// validation losses and its saved adapter; numpy's batch order is
-// reproduced, and the schedules' rates are mlx.optimizers'.
+// two batches; LoRA dropout; LoRA dropout under gradient checkpointing,
+// whose recomputed blocks draw their dropout again, as mlx-lm's do) give
+// mlx-lm's every step's loss, its validation losses and its saved adapter;
+// numpy's batch order is reproduced, and the schedules' rates are
+// mlx.optimizers'.
 #include <gtest/gtest.h>
 #include <mlx/io.h>
 #include <mlx/ops.h>
@@ -55,6 +57,7 @@ LoraTrainingOptions options_of(const nlohmann::json& recorded, const std::filesy
   }
   options.optimizer = recorded["optimizer"];
   options.mask_prompt = recorded.value("mask_prompt", false);
+  options.grad_checkpoint = recorded.value("grad_checkpoint", false);
   options.seed = recorded["seed"];
   const auto& lora = recorded["lora_parameters"];
   options.rank = lora["rank"];
@@ -102,7 +105,7 @@ TEST_P(LoraTraining, LossesAndAdapterAreMlxLms) {
 
 INSTANTIATE_TEST_SUITE_P(Runs, LoraTraining,
                          ::testing::Values("chat_masked", "text_adamw", "completions", "scheduled",
-                                           "dropout"));
+                                           "dropout", "checkpointed"));
 
 TEST(LearningRateSchedules, RatesAreMlxOptimizers) {
   std::ifstream in(kRoot / "schedules.json");

@@ -15,6 +15,8 @@ Runs (each from a fixed seed):
   scheduled    prompt/completion records, a cosine schedule behind a
                linear warmup, gradients accumulated over 2 batches, 9 steps
   dropout      chat records, AdamW, LoRA dropout 0.25, 6 steps
+  checkpointed chat records, Adam, LoRA dropout 0.25, grad_checkpoint
+               (each block recomputed in the backward pass), 6 steps
 
 Also --out/schedules.json: the rates of mlx-lm's build_schedule for each
 of mlx.optimizers' schedules (with and without warmup) at steps 0-15.
@@ -92,6 +94,10 @@ RUNS = {
                     learning_rate=1e-3, num_layers=2, steps_per_eval=3, save_every=100,
                     val_batches=1, seed=11,
                     lora_parameters=dict(rank=4, scale=10.0, dropout=0.25)),
+    "checkpointed": dict(data="chat", mask_prompt=True, optimizer="adam", iters=6,
+                         batch_size=2, learning_rate=1e-3, num_layers=2, steps_per_eval=3,
+                         save_every=100, val_batches=1, seed=13, grad_checkpoint=True,
+                         lora_parameters=dict(rank=4, scale=10.0, dropout=0.25)),
 }
 
 

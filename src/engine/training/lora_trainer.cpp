@@ -143,6 +143,35 @@ std::shared_ptr<const AdapterStack> stack_of(const LanguageModel& model,
   return std::make_shared<AdapterStack>(std::vector<AdapterStack::Entry>{{adapter, 1.0f}});
 }
 
+// mlx-lm's grad_checkpoint: each block runs inside mx::checkpoint, with
+// the factors of its own projections as the checkpoint's inputs (a
+// checkpoint passes gradients only to its inputs, as mlx-lm passes the
+// layer's trainable parameters).
+LanguageModel::TrainingBlockRunner checkpointed_blocks(const LanguageModel& model,
+                                                       const std::vector<TrainableSite>& sites,
+                                                       const std::vector<mx::array>& params,
+                                                       float scale, double dropout) {
+  // Everything by value: the backward pass calls the block again, after
+  // the forward has returned.
+  return [&model, sites, params, scale, dropout](
+             int layer, const mx::array& hidden,
+             const LanguageModel::TrainingBlock& block) -> mx::array {
+    std::vector<std::size_t> own;  // indices into params of this block's factors
+    for (std::size_t i = 0; i < sites.size(); ++i)
+      if (sites[i].layer == layer) own.insert(own.end(), {2 * i, 2 * i + 1});
+    auto run = [&model, sites, params, scale, dropout, own,
+                block](const std::vector<mx::array>& inputs) -> std::vector<mx::array> {
+      auto factors = params;
+      for (std::size_t j = 0; j < own.size(); ++j) factors[own[j]] = inputs[1 + j];
+      const auto stack = stack_of(model, sites, factors, scale, dropout);
+      return {block(inputs[0], stack.get())};
+    };
+    std::vector<mx::array> inputs{hidden};
+    for (auto index : own) inputs.push_back(params[index]);
+    return mx::checkpoint(run)(inputs)[0];
+  };
+}
+
 // One batch's loss and what it is averaged over: {loss, weight, scored
 // tokens}. sft: mlx-lm's default_loss, the cross entropy of each next
 // token scored from the row's offset to its length, averaged over the
@@ -151,11 +180,12 @@ std::shared_ptr<const AdapterStack> stack_of(const LanguageModel& model,
 // the base model).
 std::vector<mx::array> batch_loss(const LanguageModel& model, const AdapterStack& stack,
                                   const TrainingBatch& batch, const LoraTrainingOptions& options,
-                                  const AdapterStack* reference_stack) {
+                                  const AdapterStack* reference_stack,
+                                  const LanguageModel::TrainingBlockRunner& run_block = {}) {
   const int width = batch.tokens.shape(1);
   auto inputs = mx::slice(batch.tokens, {0, 0}, {batch.tokens.shape(0), width - 1});
   auto targets = mx::slice(batch.tokens, {0, 1}, {batch.tokens.shape(0), width});
-  auto logits = model.training_forward(inputs, &stack);
+  auto logits = model.training_forward(inputs, &stack, run_block);
   auto steps = mx::arange(1, targets.shape(1) + 1);
   auto lengths = batch.lengths;
   auto mask =
@@ -262,6 +292,7 @@ nlohmann::json adapter_config(const LoraTrainingOptions& options, const ModelRun
                            {"grad_accumulation_steps", options.grad_accumulation_steps},
                            {"max_seq_length", options.max_seq_length},
                            {"mask_prompt", options.mask_prompt},
+                           {"grad_checkpoint", options.grad_checkpoint},
                            {"optimizer", options.optimizer}};
   if (options.lr_schedule) {
     const auto& schedule = *options.lr_schedule;
@@ -326,8 +357,11 @@ TrainingResult train_lora(const ModelRuntime& runtime, const LoraTrainingOptions
 
   TrainingBatch current{mx::array(0), mx::array(0)};
   auto loss_of = [&](const std::vector<mx::array>& trainable) {
+    LanguageModel::TrainingBlockRunner run_block;
+    if (options.grad_checkpoint)
+      run_block = checkpointed_blocks(model, sites, trainable, options.scale, options.dropout);
     return batch_loss(model, *stack_of(model, sites, trainable, options.scale, options.dropout),
-                      current, options, reference.get());
+                      current, options, reference.get(), run_block);
   };
   std::vector<int> argnums(params.size());
   for (std::size_t i = 0; i < params.size(); ++i) argnums[i] = static_cast<int>(i);

@@ -40,6 +40,9 @@ struct LoraTrainingOptions {
   // not used (as in mlx-lm).
   std::optional<LearningRateSchedule> lr_schedule;
   int grad_accumulation_steps = 1;
+  // mlx-lm's grad_checkpoint: each block's activations are recomputed in
+  // the backward pass instead of kept (the same values, less memory).
+  bool grad_checkpoint = false;
   int rank = 8;
   float scale = 20.0f;
   double dropout = 0.0;  // a Python float in mlx-lm: 1 - p is taken in double
