@@ -84,6 +84,17 @@ Connection* ConnectionGate::current() {
   return serving;
 }
 
+bool ConnectionGate::current_client_gone() {
+  return serving && peer_closed(serving->socket);
+}
+
+bool peer_closed(int socket) {
+  pollfd polled{socket, POLLIN, 0};
+  if (::poll(&polled, 1, 0) <= 0) return false;
+  char byte;
+  return ::recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+}
+
 bool ConnectionGate::stopping() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stopping_;

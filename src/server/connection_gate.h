@@ -50,6 +50,11 @@ struct Connection {
   bool body_too_large = false;
 };
 
+// Whether the peer of `socket` has closed its end: a readable socket that
+// peeks nothing (or fails) has; one that peeks bytes holds a next,
+// pipelined request.
+bool peer_closed(int socket);
+
 class ConnectionGate {
  public:
   // Serves one request of `connection` on a worker thread; returns whether
@@ -72,6 +77,10 @@ class ConnectionGate {
 
   // The connection the calling worker thread is serving, or null.
   static Connection* current();
+  // Whether the client of that connection has hung up (false on a thread
+  // serving none). For work done before any byte of the answer is
+  // written, such as rendering a prompt.
+  static bool current_client_gone();
 
  private:
   void watch();

@@ -2,12 +2,19 @@
 
 #include <algorithm>
 
+#include "server/connection_gate.h"
+#include "template/render_interruption.h"
+
 namespace mlx_cpp::server {
 
 RenderedPrompt render_prompt(const Backend& backend, const CompletionRequest& request) {
   RenderedPrompt prompt;
   if (request.endpoint == Endpoint::chat) {
     const bool offer_tools = request.tool_choice != ToolChoice::none;
+    // A template may run for seconds: nobody waits for it once the client
+    // has hung up.
+    jinja::RenderInterruption interruption(ConnectionGate::current_client_gone,
+                                           "the client closed the connection");
     prompt.chat_text = backend.render_chat(
         request.messages, offer_tools ? request.tools : nlohmann::ordered_json(nullptr),
         request.template_kwargs);

@@ -190,9 +190,12 @@ httplib::Server::Handler guarded(RouteHandler handler) {
           handler(request, response);
         } catch (...) {
           auto error = error_response_for(std::current_exception());
+          const auto message = error.body["error"]["message"].get<std::string>();
           if (error.status == 500)
-            std::cerr << "error: " << request.method << ' ' << request.path << ": "
-                      << error.body["error"]["message"].get<std::string>() << std::endl;
+            std::cerr << "error: " << request.method << ' ' << request.path << ": " << message
+                      << std::endl;
+          else
+            set_log_detail(message);  // the request log line says why
           set_error(response, error);
         }
       };

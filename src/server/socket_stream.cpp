@@ -94,12 +94,7 @@ ssize_t SocketStream::read(char* data, size_t size) {
 bool SocketStream::is_writable() const {
   if (!wait_for(POLLOUT, std::chrono::steady_clock::now() + gate_.limits().write_timeout))
     return false;
-  // Alive unless the client has closed: a readable socket that peeks
-  // nothing has reached its end.
-  pollfd polled{connection_.socket, POLLIN, 0};
-  if (::poll(&polled, 1, 0) <= 0) return true;
-  char byte;
-  return ::recv(connection_.socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  return !peer_closed(connection_.socket);
 }
 
 ssize_t SocketStream::write(const char* data, size_t size) {

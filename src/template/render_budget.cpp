@@ -3,6 +3,7 @@
 #include <limits>
 #include <string>
 
+#include "template/render_interruption.h"
 #include "template/template_error.h"
 
 namespace mlx_cpp::jinja {
@@ -32,12 +33,17 @@ RenderBudget::Level::Level(RenderBudget& budget) : budget_(budget) {
     throw TemplateFailure("template takes more than " + std::to_string(budget_.limits_.max_steps) +
                           " steps");
   }
-  if (budget_.steps_ % kStepsPerClockCheck == 0 &&
-      std::chrono::steady_clock::now() > budget_.deadline_) {
-    --budget_.nesting_;
-    throw TemplateFailure("template takes longer than " +
-                          std::to_string(static_cast<int>(budget_.limits_.max_seconds)) +
-                          " seconds");
+  if (budget_.steps_ % kStepsPerClockCheck == 0) {
+    if (std::chrono::steady_clock::now() > budget_.deadline_) {
+      --budget_.nesting_;
+      throw TemplateFailure("template takes longer than " +
+                            std::to_string(static_cast<int>(budget_.limits_.max_seconds)) +
+                            " seconds");
+    }
+    if (auto reason = interruption_of_this_thread()) {
+      --budget_.nesting_;
+      throw TemplateFailure("the render was stopped: " + *reason);
+    }
   }
 }
 

@@ -12,7 +12,9 @@
   - keep-alive: several requests on one connection, pipelined too;
   - SIGTERM while slow clients stay connected: the process exits 0 at once;
   - a chat template that cannot render one user message: the server
-    refuses the model at load, naming the template's error.
+    refuses the model at load, naming the template's error;
+  - a client that hangs up while its prompt's (slow) template renders:
+    the render stops, and the server goes on serving.
 
 usage: hostile_clients_e2e.py MLX_CPP_BINARY [MODEL_NAME]"""
 import gzip
@@ -290,6 +292,41 @@ def check_broken_template(checks, mlx_cpp, directory):
                  f"{result.returncode} {result.stderr[-300:]}")
 
 
+# Prints nothing, but takes about 2^24 of the template budget's 2^25 steps
+# (over a second here) whenever a message says "slow".
+SLOW_TEMPLATE = """
+{%- macro busy(n) %}{% if n > 0 %}{{ busy(n - 1) }}{{ busy(n - 1) }}{% endif %}{% endmacro %}
+{%- for m in messages %}{% if m.content == 'slow' %}{{ busy(20) }}{% endif -%}
+<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor -%}
+{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"""
+
+
+def check_render_stopped_when_client_leaves(checks, mlx_cpp, directory):
+    with tempfile.NamedTemporaryFile("w", suffix=".jinja") as template:
+        template.write(SLOW_TEMPLATE)
+        template.flush()
+        with Server(mlx_cpp, directory, "--chat-template-file", template.name) as server:
+            body = json.dumps({"messages": [{"role": "user", "content": "slow"}],
+                               "max_tokens": 4}).encode()
+            with connect(server) as connection:
+                connection.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                                   b"Content-Type: application/json\r\nContent-Length: "
+                                   + str(len(body)).encode() + b"\r\n\r\n" + body)
+                time.sleep(0.2)  # the render has started; the client hangs up
+            code, answer = server.request("POST", "/v1/chat/completions", CHAT, timeout=120)
+            checks.check("the server answers after a client left during a slow render",
+                         code == 200 and "choices" in answer, f"{code} {answer[:200]}")
+            deadline = time.time() + 30  # the log is read on another thread
+            while True:
+                stopped = [line for line in server.log if "/v1/chat/completions" in line]
+                if len(stopped) >= 2 or time.time() > deadline:
+                    break
+                time.sleep(0.1)
+            checks.check("the slow render was stopped when its client hung up",
+                         any("the render was stopped: the client closed the connection" in line
+                             for line in stopped), "\n".join(stopped))
+
+
 def main():
     mlx_cpp = sys.argv[1]
     name = sys.argv[2] if len(sys.argv) > 2 else DEFAULT_MODEL
@@ -305,6 +342,7 @@ def main():
         checks.check("serves after all of it", code == 200 and "choices" in body, f"{code}")
     check_shutdown_with_slow_clients(checks, mlx_cpp, directory)
     check_broken_template(checks, mlx_cpp, directory)
+    check_render_stopped_when_client_leaves(checks, mlx_cpp, directory)
     checks.finish()
 
 

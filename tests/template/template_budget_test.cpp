@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 #include "io/error.h"
 #include "template/chat_template.h"
+#include "template/render_interruption.h"
 
 namespace mlx_cpp {
 namespace {
@@ -86,6 +88,29 @@ TEST(TemplateBudget, WallTimeIsBounded) {
   limits.max_steps = SIZE_MAX;
   expect_error("{% for i in range(100000) %}{{ i }}{% endfor %}", "template takes longer than",
                limits);
+}
+
+TEST(TemplateBudget, AnInterruptionStopsTheRenderOnItsThread) {
+  const std::string busy = "{% for i in range(100000) %}{{ i }}{% endfor %}";
+  int asked = 0;
+  {
+    // Says stop on its third question: the render has run a while by then.
+    jinja::RenderInterruption interruption([&asked] { return ++asked >= 3; }, "nobody waits");
+    expect_error(busy, "the render was stopped: nobody waits");
+    EXPECT_EQ(asked, 3);
+    // An inner interruption that says go on leaves the outer one heard.
+    jinja::RenderInterruption go_on([] { return false; }, "never");
+    expect_error(busy, "the render was stopped: nobody waits");
+  }
+  // Gone with its scope: the same render ends, and nothing asks.
+  const int questions = asked;
+  EXPECT_EQ(error_of(busy), "");
+  EXPECT_EQ(asked, questions);
+  // Another thread's renders do not hear it.
+  jinja::RenderInterruption here([] { return true; }, "this thread only");
+  std::string elsewhere = "not run";
+  std::thread([&] { elsewhere = error_of(busy); }).join();
+  EXPECT_EQ(elsewhere, "");
 }
 
 TEST(TemplateBudget, NamespacesCannotHoldThemselves) {
