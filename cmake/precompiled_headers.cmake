@@ -20,6 +20,20 @@ set(MLX_CPP_PCH_STANDARD
   <optional> <set> <sstream> <stdexcept> <string> <string_view> <thread> <unordered_map>
   <unordered_set> <utility> <variant> <vector>)
 
+# What every kind holds: the standard library's, MLX's and nlohmann's
+# headers, and the libraries whose include paths they need.
+set(MLX_CPP_PCH_COMMON ${MLX_CPP_PCH_STANDARD} <mlx/array.h> <mlx/ops.h> <mlx/transforms.h>
+                       <nlohmann/json.hpp>)
+set(MLX_CPP_PCH_COMMON_LIBS mlx nlohmann_json::nlohmann_json)
+
+# Files with no hot loop of their own (the tests', the command line's)
+# build at -O1 in a Release build: a quarter less compile time. A kind's
+# header is built with its files' level.
+set(MLX_CPP_LIGHT_OPTIMIZATION)
+if(CMAKE_BUILD_TYPE STREQUAL "Release")
+  set(MLX_CPP_LIGHT_OPTIMIZATION -O1)
+endif()
+
 # mlx_cpp_pch_provider(NAME HEADERS ... [OPTIONS ...] [LIBS ...]): the
 # target that builds kind NAME's header, with the include paths of LIBS.
 function(mlx_cpp_pch_provider name)
