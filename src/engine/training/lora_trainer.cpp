@@ -106,23 +106,31 @@ std::vector<mx::array> initial_factors(const std::vector<TrainableSite>& sites, 
 // `complete` asks for every one.
 void load_resumed(const std::vector<TrainableSite>& sites, const std::filesystem::path& file,
                   std::vector<mx::array>& params, bool complete = false) {
+  // lora_a is [in, rank] and lora_b [rank, out]: each factor's fixed side.
+  struct Factor {
+    const char* leaf;
+    int slot, fixed_axis;
+    int TrainableSite::*fixed_size;
+  };
+  static constexpr Factor kFactors[] = {{".lora_a", 0, 0, &TrainableSite::in},
+                                        {".lora_b", 1, 1, &TrainableSite::out}};
   auto saved = load_safetensors_checked(file);
   for (std::size_t i = 0; i < sites.size(); ++i)
-    for (const char* leaf : {".lora_a", ".lora_b"}) {
-      const auto name = sites[i].module + leaf;
+    for (const auto& factor : kFactors) {
+      const auto name = sites[i].module + factor.leaf;
       auto found = saved.find(name);
       if (found == saved.end()) {
         if (complete) throw Error("lora: " + file.string() + " has no " + name);
         continue;
       }
-      auto& param = params[2 * i + (leaf[6] == 'b')];
+      auto& param = params[2 * i + factor.slot];
+      const auto& tensor = found->second;
       const bool shaped =
-          found->second.ndim() == 2 && found->second.shape(leaf[6] == 'b' ? 1 : 0) ==
-                                           (leaf[6] == 'b' ? sites[i].out : sites[i].in);
-      if (!shaped || (!complete && found->second.shape() != param.shape()))
-        throw Error("lora: " + found->first + " in " + file.string() +
+          tensor.ndim() == 2 && tensor.shape(factor.fixed_axis) == sites[i].*factor.fixed_size;
+      if (!shaped || (!complete && tensor.shape() != param.shape()))
+        throw Error("lora: " + name + " in " + file.string() +
                     " does not have the adapter's shape");
-      param = found->second;
+      param = tensor;
     }
 }
 
