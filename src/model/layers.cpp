@@ -119,6 +119,19 @@ mx::array quantized_projection(const mx::array& x, const QuantizedTensor& q, Ker
   return mx::quantized_matmul(x, q.packed, q.scales, q.biases, /*transpose=*/true,
                               q.params.group_size, q.params.bits, q.params.mode);
 }
+
+// x @ Wᵀ (+ bias) for float weights. The fast path widens them to float32
+// for sgemm or the own decode kernel (kernels::dense_matmul_fast); the
+// stock path is mlx.nn.Linear's: addmm(bias, x, Wᵀ) with a bias.
+mx::array dense_projection(const mx::array& x, const mx::array& w,
+                           const std::optional<mx::array>& bias, KernelMode kernels) {
+  if (cpu_kernels_read(kernels) && kernels::dense_matmul_takes(x, w)) {
+    auto y = kernels::dense_matmul_fast(x, w);
+    return bias ? mx::add(y, *bias) : y;
+  }
+  if (bias) return mx::addmm(*bias, x, mx::transpose(w));
+  return mx::matmul(x, mx::transpose(w));
+}
 }  // namespace
 
 Linear Linear::load(WeightStore& weights, const QuantizationConfig& quantization,
@@ -157,15 +170,7 @@ mx::array Linear::base(const mx::array& x) const {
     auto y = quantized_projection(x, *quantized_, kernels_);
     return bias_ ? mx::add(y, *bias_) : y;
   }
-  // Float weights on the fast path: widened to float32 for sgemm or the own
-  // decode kernel (kernels::dense_matmul_fast).
-  if (cpu_kernels_read(kernels_) && kernels::dense_matmul_takes(x, *dense_)) {
-    auto y = kernels::dense_matmul_fast(x, *dense_);
-    return bias_ ? mx::add(y, *bias_) : y;
-  }
-  // mlx.nn.Linear: addmm(bias, x, W.T) with a bias, x @ W.T without.
-  if (bias_) return mx::addmm(*bias_, x, mx::transpose(*dense_));
-  return mx::matmul(x, mx::transpose(*dense_));
+  return dense_projection(x, *dense_, bias_, kernels_);
 }
 
 bool Linear::runs_fast_kernel() const {
@@ -233,12 +238,8 @@ size_t Embedding::bytes() const {
 }
 
 mx::array Embedding::as_linear(const mx::array& x) const {
-  if (dense_) {
-    // A tied head of float weights: the fast path's dense product, as Linear's.
-    if (cpu_kernels_read(kernels_) && kernels::dense_matmul_takes(x, *dense_))
-      return kernels::dense_matmul_fast(x, *dense_);
-    return mx::matmul(x, mx::transpose(*dense_));
-  }
+  // A tied head: the table as a projection, as Linear's weights would be.
+  if (dense_) return dense_projection(x, *dense_, std::nullopt, kernels_);
   return quantized_projection(x, *quantized_, kernels_);
 }
 
