@@ -132,7 +132,7 @@ void register_lora_command(CLI::App& app) {
       ->capture_default_str();
   command->add_flag("--grad-checkpoint", options.grad_checkpoint,
                     "Recompute each block's activations in the backward pass instead of keeping "
-                    "them (less memory, about a third more time)");
+                    "them (less memory, about a quarter more time)");
   command->add_option("--lr-schedule", args->schedule.name,
                       "cosine_decay, linear_schedule, exponential_decay or step_decay (mlx-lm's "
                       "lr_schedule; replaces --learning-rate)");
