@@ -5,8 +5,9 @@
 // published MLX checkpoints, plus two float32 shapes, the decode shapes
 // with 8-bit, bfloat16 and int16 activations (int16 also as batched
 // decode steps of 4 and 16 rows), and the prefill shapes in float16; the
-// int16 decode and half-precision prefill also on row-interleaved weights
-// (the layout the models load where the CPU reads it), and Qwen's 6-bit
+// int16 decode (1, 4 and 16 rows) and half-precision prefill also on
+// row-interleaved weights (the layout the models load where the CPU reads
+// it), and Qwen's 6-bit
 // output head and down_proj (Q4_K_M GGUF files keep those in Q6_K).
 #include <string>
 
@@ -103,8 +104,12 @@ void register_shape(const Shape& shape, int M, mx::Dtype dtype,
   }
   for (const auto& shape : kShapes) {
     if (!row_interleaving_pays(shape.bits, shape.N)) continue;
-    register_shape(shape, 1, mx::bfloat16, ActivationPrecision::int16, PrefillArithmetic::float32,
-                   WeightLayout::row_interleaved);
+    // A batched decode step or a speculative verify of M tokens runs the
+    // interleaved kernel on M rows.
+    for (int M : {1, 4, 16}) {
+      register_shape(shape, M, mx::bfloat16, ActivationPrecision::int16, PrefillArithmetic::float32,
+                     WeightLayout::row_interleaved);
+    }
     register_shape(shape, 512, mx::bfloat16, ActivationPrecision::float32, PrefillArithmetic::half,
                    WeightLayout::row_interleaved);
   }

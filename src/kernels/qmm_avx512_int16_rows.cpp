@@ -14,8 +14,13 @@
 // 15-16 G weights/s per core there, 36-47 G here in a standalone test;
 // SmolLM2's 8-bit tied head, N = 49152: 5.2 GB/s on one core in MLX's
 // layout).
+// A block of 16 weight rows meets up to four rows of x at once (a batched
+// decode step, a speculative verify), so each unit is unpacked once for
+// them and the block's weights are read from memory once for all rows.
 // Rounding and sums are those of qmm_avx512_int16.cpp (exact integer dots
-// per group, one float32 scaling each), in another order.
+// per group, one float32 scaling each), in another order. A row's groups
+// are scaled and summed by the same instructions whichever rows it runs
+// with, so its result never depends on the other rows of the call.
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
@@ -61,59 +66,78 @@ inline __m512i pair_at(const std::int16_t* x, int k) {
   return _mm512_set1_epi32(pair);
 }
 
-// Adds unit u's products with x (at k) into the two accumulators.
+// Unit u's codes as 16-bit pairs: lane i of `first` holds row i's
+// (k, k + 1), of `second` its (k + 2, k + 3).
 template <int Bits>
-inline void add_unit(const std::uint8_t* units, int u, const std::int16_t* x, int k, __m512i& even,
-                     __m512i& odd) {
+inline void unpack_unit(const std::uint8_t* units, int u, __m512i& first, __m512i& second) {
   const std::uint8_t* unit = units + u * kUnitBytes<Bits>;
   if constexpr (Bits == 4) {
     const __m512i w =
         _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(unit)));
-    even = _mm512_dpwssd_epi32(even, _mm512_and_si512(w, _mm512_set1_epi16(0x000F)), pair_at(x, k));
-    odd = _mm512_dpwssd_epi32(odd, _mm512_srli_epi16(w, 4), pair_at(x, k + 2));
+    first = _mm512_and_si512(w, _mm512_set1_epi16(0x000F));
+    second = _mm512_srli_epi16(w, 4);
   } else if constexpr (Bits == 6) {
-    __m512i pairs_k, pairs_k2;
-    unpack_rows_q6(unit, pairs_k, pairs_k2);
-    even = _mm512_dpwssd_epi32(even, pairs_k, pair_at(x, k));
-    odd = _mm512_dpwssd_epi32(odd, pairs_k2, pair_at(x, k + 2));
+    unpack_rows_q6(unit, first, second);
   } else {
     const __m512i w = _mm512_loadu_si512(unit);
-    even = _mm512_dpwssd_epi32(even, _mm512_and_si512(w, _mm512_set1_epi16(0x00FF)), pair_at(x, k));
-    odd = _mm512_dpwssd_epi32(odd, _mm512_srli_epi16(w, 8), pair_at(x, k + 2));
+    first = _mm512_and_si512(w, _mm512_set1_epi16(0x00FF));
+    second = _mm512_srli_epi16(w, 8);
   }
 }
 
-// The 16 rows of block `block` for x row m: their outputs into result[16].
-template <int Bits, int Group, ScalarType Type>
-void block_rows(const Problem& p, int block, int m, float* result) {
+// The 16 weight rows of block `block` x rows [m0, m0 + Rows) of x, into
+// result[m][column ..] (rows `columns` apart). Each unit is unpacked once
+// for all Rows rows of x.
+template <int Bits, int Group, ScalarType Type, int Rows>
+void block_rows(const Problem& p, int block, int m0, float* result, int columns, int column) {
   const int groups = p.K / Group;
   constexpr int kUnitsPerGroup = Group / 4;
   const std::uint8_t* w = p.w + static_cast<std::size_t>(block) * (p.K / 4) * kUnitBytes<Bits>;
   const std::size_t factors = static_cast<std::size_t>(block) * groups * kRowsPerBlock;
-  const std::int16_t* x = p.x_i16 + static_cast<std::size_t>(m) * p.k_padded;
-  const float* x_scale =
-      p.x_i16_scales + static_cast<std::size_t>(m) * int16_scale_stride(p.k_padded, p.group_size);
-  const float* x_sum = p.x_group_sums + static_cast<std::size_t>(m) * groups;
-  __m512 total = _mm512_setzero_ps(), bias_total = _mm512_setzero_ps();
+  const int scale_stride = int16_scale_stride(p.k_padded, p.group_size);
+  const std::int16_t* x[Rows];
+  const float* x_scale[Rows];
+  const float* x_sum[Rows];
+  for (int r = 0; r < Rows; ++r) {
+    x[r] = p.x_i16 + static_cast<std::size_t>(m0 + r) * p.k_padded;
+    x_scale[r] = p.x_i16_scales + static_cast<std::size_t>(m0 + r) * scale_stride;
+    x_sum[r] = p.x_group_sums + static_cast<std::size_t>(m0 + r) * groups;
+  }
+  __m512 total[Rows], bias_total[Rows];
+  for (int r = 0; r < Rows; ++r) total[r] = bias_total[r] = _mm512_setzero_ps();
   for (int g = 0; g < groups; ++g) {
-    // Two accumulators halve the dependent chain of vpdpwssd.
-    __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
+    // Two accumulators per row halve the dependent chain of vpdpwssd.
+    __m512i even[Rows], odd[Rows];
+    for (int r = 0; r < Rows; ++r) even[r] = odd[r] = _mm512_setzero_si512();
     const std::uint8_t* units = w + static_cast<std::size_t>(g) * kUnitsPerGroup * kUnitBytes<Bits>;
     const int k0 = g * Group;
     for (int u = 0; u < kUnitsPerGroup; u += kUnitsPerLine<Bits>) {
       _mm_prefetch(reinterpret_cast<const char*>(units + u * kUnitBytes<Bits> + kPrefetchBytes),
                    _MM_HINT_T0);
-      for (int i = 0; i < kUnitsPerLine<Bits>; ++i)
-        add_unit<Bits>(units, u + i, x, k0 + 4 * (u + i), even, odd);
+      for (int i = 0; i < kUnitsPerLine<Bits>; ++i) {
+        __m512i first, second;
+        unpack_unit<Bits>(units, u + i, first, second);
+        const int k = k0 + 4 * (u + i);
+        for (int r = 0; r < Rows; ++r) {
+          even[r] = _mm512_dpwssd_epi32(even[r], first, pair_at(x[r], k));
+          odd[r] = _mm512_dpwssd_epi32(odd[r], second, pair_at(x[r], k + 2));
+        }
+      }
     }
     const std::size_t at = factors + static_cast<std::size_t>(g) * kRowsPerBlock;
     const __m512 scale = load_masked<Type>(p.scales, at, 0xFFFF);
     const __m512 bias = load_masked<Type>(p.biases, at, 0xFFFF);
-    const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd));
-    total = _mm512_fmadd_ps(dot, _mm512_mul_ps(scale, _mm512_set1_ps(x_scale[g])), total);
-    bias_total = _mm512_fmadd_ps(bias, _mm512_set1_ps(x_sum[g]), bias_total);
+    for (int r = 0; r < Rows; ++r) {
+      const __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(even[r], odd[r]));
+      total[r] =
+          _mm512_fmadd_ps(dot, _mm512_mul_ps(scale, _mm512_set1_ps(x_scale[r][g])), total[r]);
+      bias_total[r] = _mm512_fmadd_ps(bias, _mm512_set1_ps(x_sum[r][g]), bias_total[r]);
+    }
   }
-  _mm512_storeu_ps(result, _mm512_add_ps(total, bias_total));
+  for (int r = 0; r < Rows; ++r) {
+    _mm512_storeu_ps(result + static_cast<std::size_t>(m0 + r) * columns + column,
+                     _mm512_add_ps(total[r], bias_total[r]));
+  }
 }
 
 template <int Bits, int Group, ScalarType Type>
@@ -121,11 +145,13 @@ void gemv_rows(const Problem& p, int n_begin, int n_end) {
   const int columns = n_end - n_begin;
   float* result = thread_scratch(1, static_cast<std::size_t>(p.M) * columns);
   for (int n = n_begin; n < n_end; n += kRowsPerBlock) {
-    for (int m = 0; m < p.M; ++m)
-      block_rows<Bits, Group, Type>(p, n / kRowsPerBlock, m, result + m * columns + (n - n_begin));
+    for_each_row_block(p.M, [&](auto rows, int m0) {
+      block_rows<Bits, Group, Type, decltype(rows)::value>(p, n / kRowsPerBlock, m0, result,
+                                                           columns, n - n_begin);
+    });
   }
   for (int m = 0; m < p.M; ++m) {
-    store_from_float(result + m * columns, columns, p.out, p.out_type,
+    store_from_float(result + static_cast<std::size_t>(m) * columns, columns, p.out, p.out_type,
                      static_cast<std::size_t>(m) * p.N + n_begin);
   }
 }
