@@ -160,27 +160,29 @@ mx::array Attention::attend(const mx::array& queries, mx::array keys, mx::array 
   auto [all_keys, all_values] =
       ring_newest_first ? cache.update_and_fetch_in_ring_order(keys, values, *ring_newest_first)
                         : cache.update_and_fetch(keys, values);
-  if (softcap)
-    return softcapped_attention(rotated, all_keys, all_values, scale, *softcap, mask, offset);
+  if (plain && kernels == KernelMode::fast && mask.kind != AttentionMask::Kind::array &&
+      !ring_newest_first)
+    if (auto attended = attend_in_place(rotated, cache)) return *attended;
+  return attend_fetched(rotated, all_keys, all_values, mask, offset);
+}
 
+mx::array Attention::attend_fetched(mx::array queries, mx::array keys, const mx::array& values,
+                                    const AttentionMask& mask, int offset) const {
+  if (softcap) return softcapped_attention(queries, keys, values, scale, *softcap, mask, offset);
   const auto [mode, mask_array] = fused_attention_mask(mask);
-  if (!plain) {
-    const auto result_type = all_values.dtype();
+  if (!plain()) {
+    const auto result_type = values.dtype();
     const bool cast_queries =
-        upcast != AttentionUpcast::queries_when_float16 || rotated.dtype() == mx::float16;
-    if (cast_queries) rotated = mx::astype(rotated, mx::float32);
-    if (upcast == AttentionUpcast::queries_and_keys) all_keys = mx::astype(all_keys, mx::float32);
-    auto attended = mx::fast::scaled_dot_product_attention(rotated, all_keys, all_values, scale,
-                                                           mode, mask_array);
+        upcast != AttentionUpcast::queries_when_float16 || queries.dtype() == mx::float16;
+    if (cast_queries) queries = mx::astype(queries, mx::float32);
+    if (upcast == AttentionUpcast::queries_and_keys) keys = mx::astype(keys, mx::float32);
+    auto attended =
+        mx::fast::scaled_dot_product_attention(queries, keys, values, scale, mode, mask_array);
     return cast_queries ? mx::astype(attended, result_type) : attended;
   }
   if (kernels != KernelMode::fast)
-    return mx::fast::scaled_dot_product_attention(rotated, all_keys, all_values, scale, mode,
-                                                  mask_array);
-  if (!mask_array && !ring_newest_first)
-    if (auto attended = attend_in_place(rotated, cache)) return *attended;
-  return kernels::attention_fast(rotated, all_keys, all_values, scale, mode == "causal",
-                                 mask_array);
+    return mx::fast::scaled_dot_product_attention(queries, keys, values, scale, mode, mask_array);
+  return kernels::attention_fast(queries, keys, values, scale, mode == "causal", mask_array);
 }
 
 std::optional<mx::array> Attention::attend_in_place(const mx::array& queries,

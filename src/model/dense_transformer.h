@@ -80,6 +80,12 @@ struct Attention {
   mlx::core::array attend(const mlx::core::array& queries, mlx::core::array keys,
                           mlx::core::array values, const AttentionMask& mask, KvCache& cache,
                           std::optional<int> ring_newest_first = std::nullopt) const;
+  // Attention of queries (rope applied) over keys and values fetched from
+  // a cache that holds `offset` tokens before the queries': MLX's fused op,
+  // the own kernel or, for casts and softcaps, MLX's ops.
+  mlx::core::array attend_fetched(mlx::core::array queries, mlx::core::array keys,
+                                  const mlx::core::array& values, const AttentionMask& mask,
+                                  int offset) const;
   // All rows' attention in one kernel (the fast path on the GPU, each row
   // over its own cache in place): [rows, heads, 1, head_dim]; nullopt, with
   // no cache touched, where it does not apply.
