@@ -271,11 +271,53 @@ std::optional<mx::array> Attention::attend_rows_at_once(const Heads& heads,
   return mx::concatenate(attended, 0);
 }
 
+std::optional<mx::array> Attention::attend_consecutive_rows(const Heads& heads,
+                                                            const LayerRows& rows) const {
+  const int count = static_cast<int>(rows.batch.rows.size());
+  if (!rows.batch.consecutive_positions || count < 2) return std::nullopt;
+  auto& cache = rows.cache(0);
+  if (cache.as_quantized() || cache.window() || !cache.storage()) return std::nullopt;
+  for (int b = 0; b < count; ++b) {
+    if (&rows.cache(b) != &cache || rows.masks[b].kind != AttentionMask::Kind::none ||
+        (rows.sliding && rows.batch.rows[b].ring_newest_first))
+      return std::nullopt;
+  }
+  // Written row by row, each write would copy the storage that the rows
+  // before it still read (a verify of 4 tokens after 1,200 cost 2.1 plain
+  // steps on Qwen2.5-Coder-1.5B, 1.7 after 256): one write of every row's
+  // keys, then each row attends over the keys up to its own position, the
+  // values its own decode step would read.
+  const int offset = cache.offset();
+  std::vector<mx::array> queries, keys, values;
+  for (int b = 0; b < count; ++b) {
+    auto prepared = prepare(row_of(heads.queries, b), row_of(heads.keys, b),
+                            row_of(heads.values, b), offset + b);
+    queries.push_back(prepared.queries);
+    keys.push_back(prepared.keys);
+    values.push_back(prepared.values);
+  }
+  auto [all_keys, all_values] =
+      cache.update_and_fetch(mx::concatenate(keys, 2), mx::concatenate(values, 2));
+  std::vector<mx::array> attended;
+  for (int b = 0; b < count; ++b) {
+    auto seen = [&](const mx::array& fetched) {
+      auto end = fetched.shape();
+      end[2] = offset + b + 1;
+      return mx::slice(fetched, mx::Shape(end.size(), 0), end);
+    };
+    attended.push_back(
+        attend_fetched(queries[b], seen(all_keys), seen(all_values), rows.masks[b], offset + b));
+  }
+  return mx::concatenate(attended, 0);
+}
+
 mx::array Attention::operator()(const mx::array& x, const LayerRows& rows) const {
   if (x.shape(1) != 1) throw std::invalid_argument("[Attention] batch rows take one token each");
   auto heads = project_heads(x, rows.adapters);
   // On the GPU all rows at once, each over its own cache, in one kernel.
   if (auto attended = attend_rows_at_once(heads, rows))
+    return output(*attended, heads, rows.adapters);
+  if (auto attended = attend_consecutive_rows(heads, rows))
     return output(*attended, heads, rows.adapters);
   // Each row on its own, exactly as a batch of one runs it: its keys and
   // values never meet another row's.
