@@ -54,6 +54,22 @@ TEST(DraftSchedule, StopsAtTheFirstUnlikelyDraft) {
   EXPECT_LT(schedule.acceptance(0.05f, 0), 0.05);
 }
 
+TEST(DraftSchedule, DraftsAlreadyMadeCostTheSameWhateverIsVerified) {
+  DraftSchedule schedule(DraftKind::draft_model, std::nullopt);
+  for (int i = 0; i < 300; ++i) schedule.record_outcome({0.95f, 0.95f}, 2);
+  // A verify costs a plain step (10 ms) and half a step per draft; a draft
+  // costs a whole plain step.
+  for (int step = 0; step < 5; ++step)
+    for (int length = 1; length <= 9; ++length)
+      schedule.record_cost(length, 0.010 + 0.005 * (length - 1), 1, 0.010);
+  // Before drafting, a draft does not pay: 1.95 tokens in 25 ms against 1
+  // in 10.
+  EXPECT_FALSE(schedule.worth_drafting());
+  // Once two drafts are made their 20 ms are spent whatever is verified:
+  // verifying both yields 2.9 tokens in 40 ms, none 1 in 30.
+  EXPECT_EQ(schedule.choose({0.95f, 0.95f}), 2);
+}
+
 TEST(DraftSchedule, CountsOnlyTheDraftsTheVerifyJudged) {
   DraftSchedule schedule(DraftKind::draft_model, std::nullopt);
   // Accepted the first, rejected the second; the third was never judged.

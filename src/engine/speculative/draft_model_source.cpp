@@ -45,8 +45,7 @@ mx::array DraftModelSource::catch_up(const std::vector<int>& context, int drafts
   if (missing.size() > 2 || fed_.empty()) {
     std::size_t start = 0;
     while (missing.size() - start > 1) {
-      const std::size_t count =
-          std::min<std::size_t>(prefill_chunk_, missing.size() - start - 1);
+      const std::size_t count = std::min<std::size_t>(prefill_chunk_, missing.size() - start - 1);
       feed({missing.begin() + start, missing.begin() + start + count});
       evaluate_cache_state(caches_);
       start += count;
@@ -64,8 +63,7 @@ mx::array DraftModelSource::catch_up(const std::vector<int>& context, int drafts
   return mx::slice(logits, {0, logits.shape(1) - 1, 0}, {1, logits.shape(1), logits.shape(2)});
 }
 
-Draft DraftModelSource::propose(const std::vector<int>& context, int limit,
-                                const DraftMore& more) {
+Draft DraftModelSource::propose(const std::vector<int>& context, int limit, const DraftMore& more) {
   Draft draft;
   if (limit <= 0 || context.empty()) return draft;
   const auto start = std::chrono::steady_clock::now();
@@ -121,11 +119,10 @@ void check_draft_compatible(const ModelRuntime& target, const ModelRuntime& draf
     for (TokenId id = 0; id < static_cast<TokenId>(a.vocab_size()); ++id) {
       const auto text_a = a.id_to_token(id), text_b = b.id_to_token(id);
       if (text_a != text_b || a.is_special_token(id) != b.is_special_token(id))
-        throw Error("the draft model's token " + std::to_string(id) + " ('" +
-                    text_b.value_or("") + "') differs from the model's ('" + text_a.value_or("") +
-                    "')" + (a.is_special_token(id) != b.is_special_token(id)
-                                ? " in whether it is special"
-                                : ""));
+        throw Error(
+            "the draft model's token " + std::to_string(id) + " ('" + text_b.value_or("") +
+            "') differs from the model's ('" + text_a.value_or("") + "')" +
+            (a.is_special_token(id) != b.is_special_token(id) ? " in whether it is special" : ""));
     }
   }
 }

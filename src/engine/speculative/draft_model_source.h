@@ -30,7 +30,7 @@ class DraftModelSource : public DraftSource {
   const ModelRuntime& draft_;
   int prefill_chunk_;
   CacheList caches_;
-  std::vector<int> fed_;  // the tokens the caches hold
+  std::vector<int> fed_;       // the tokens the caches hold
   std::size_t caught_up_ = 0;  // tokens the latest catch_up fed
   // The caches before the latest drafts, and how many tokens they held.
   CacheList snapshot_;

@@ -25,7 +25,9 @@ constexpr double kPriorExtraPerToken = 0.5;
 
 // A bucket's calibrated acceptance: its share of accepted drafts under a
 // Beta(2, 1) prior.
-double estimate(double accepted, double tried) { return (accepted + 2) / (tried + 3); }
+double estimate(double accepted, double tried) {
+  return (accepted + 2) / (tried + 3);
+}
 
 int bucket_count(DraftKind kind) {
   return kind == DraftKind::draft_model ? kProbabilityBuckets : 2 * kLookupLengths;
@@ -34,10 +36,7 @@ int bucket_count(DraftKind kind) {
 }  // namespace
 
 DraftSchedule::DraftSchedule(DraftKind kind, std::optional<std::filesystem::path> file)
-    : kind_(kind),
-      file_(std::move(file)),
-      buckets_(bucket_count(kind)),
-      verify_(kMaxLength + 1) {
+    : kind_(kind), file_(std::move(file)), buckets_(bucket_count(kind)), verify_(kMaxLength + 1) {
   if (!file_ || !std::filesystem::exists(*file_)) return;
   try {
     std::ifstream stream(*file_);
@@ -104,8 +103,8 @@ double DraftSchedule::verify_seconds(int length) const {
   for (int l = length + 1; l <= kMaxLength && !above; ++l)
     if (verify_[l].count >= 1) above = l;
   if (below && above)
-    return verify_[below].seconds + (verify_[above].seconds - verify_[below].seconds) *
-                                        (length - below) / (above - below);
+    return verify_[below].seconds +
+           (verify_[above].seconds - verify_[below].seconds) * (length - below) / (above - below);
   const int known = below ? below : above;
   if (!known) return 1.0 + kPriorExtraPerToken * (length - 1);  // in plain steps
   int other = 0;
@@ -119,18 +118,18 @@ double DraftSchedule::verify_seconds(int length) const {
          (1.0 + kPriorExtraPerToken * (known - 1));
 }
 
-std::vector<double> DraftSchedule::rates(const std::vector<double>& acceptances,
-                                         int drafted) const {
+std::vector<double> DraftSchedule::rates(const std::vector<double>& acceptances, int paid) const {
   const double draft = draft_per_token_.count >= 1 ? draft_per_token_.seconds : 0.0;
   std::vector<double> rate;
   double expected = 1, reach = 1;
-  rate.push_back(expected / verify_seconds(1));
+  // The `paid` drafts already made cost their time whatever is verified
+  // (verifying none of them included); each draft beyond them adds its own.
+  rate.push_back(expected / (verify_seconds(1) + draft * paid));
   for (std::size_t i = 0; i < acceptances.size(); ++i) {
     reach *= acceptances[i];
     expected += reach;
     const int k = static_cast<int>(i) + 1;
-    // Drafting is paid for every token drafted, verified or not.
-    rate.push_back(expected / (verify_seconds(k + 1) + draft * std::max(k, drafted)));
+    rate.push_back(expected / (verify_seconds(k + 1) + draft * std::max(k, paid)));
   }
   return rate;
 }
@@ -140,7 +139,7 @@ bool DraftSchedule::worth_drafting() {
   double best = 0;
   for (int b = 0; b < (kind_ == DraftKind::draft_model ? kProbabilityBuckets : kLookupLengths); ++b)
     best = std::max(best, estimate(buckets_[b].accepted, buckets_[b].tried));
-  const auto rate = rates({best}, 1);
+  const auto rate = rates({best}, 0);
   if (rate[1] > rate[0]) {
     plain_steps_in_a_row_ = 0;
     explore_every_ = kExploreEvery;
@@ -162,7 +161,7 @@ bool DraftSchedule::worth_another(const std::vector<float>& confidence, int limi
     acceptances.push_back(acceptance(confidence[i], static_cast<int>(i)));
   // The next draft is assumed as likely as the last.
   acceptances.push_back(acceptances.empty() ? 0.5 : acceptances.back());
-  const auto rate = rates(acceptances, static_cast<int>(acceptances.size()));
+  const auto rate = rates(acceptances, static_cast<int>(confidence.size()));
   return rate.back() > *std::max_element(rate.begin(), rate.end() - 1);
 }
 

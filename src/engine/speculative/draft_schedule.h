@@ -59,8 +59,9 @@ class DraftSchedule {
 
  private:
   int bucket(float confidence, int position) const;
-  // Tokens per second of verifying the first k drafts.
-  std::vector<double> rates(const std::vector<double>& acceptances, int drafted) const;
+  // Tokens per second of verifying the first k drafts (k = 0 ..
+  // acceptances.size()), `paid` drafts having been made already.
+  std::vector<double> rates(const std::vector<double>& acceptances, int paid) const;
 
   DraftKind kind_;
   std::optional<std::filesystem::path> file_;

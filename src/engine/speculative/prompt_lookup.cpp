@@ -21,8 +21,7 @@ Draft PromptLookup::propose(const std::vector<int>& context, int limit, const Dr
     const std::size_t grown = context.size() - context_then_;
     const std::size_t from = *copied_from_ + grown;
     if (from < context_then_ &&
-        std::equal(context.begin() + context_then_, context.end(),
-                   context.begin() + *copied_from_))
+        std::equal(context.begin() + context_then_, context.end(), context.begin() + *copied_from_))
       return copy_from(static_cast<int>(from), max_ngram_ + 1);
   }
   for (int n = std::min(max_ngram_, size - 1); n >= 1; --n) {
@@ -30,7 +29,8 @@ Draft PromptLookup::propose(const std::vector<int>& context, int limit, const Dr
     // The most recent earlier occurrence: it starts before the suffix and
     // leaves at least one token after it.
     for (int start = size - n - 1; start >= 0; --start)
-      if (std::equal(suffix, context.end(), context.begin() + start)) return copy_from(start + n, n);
+      if (std::equal(suffix, context.end(), context.begin() + start))
+        return copy_from(start + n, n);
   }
   copied_from_.reset();
   return {};

@@ -18,6 +18,7 @@ class PromptLookup : public DraftSource {
   // Confidence: the match's n-gram length; a copy that goes on from the
   // previous one counts as one n-gram longer than the longest matched.
   Draft propose(const std::vector<int>& context, int limit, const DraftMore& more = {}) override;
+
  private:
   int max_ngram_;
   // Where the latest proposal was copied from, and how long the context

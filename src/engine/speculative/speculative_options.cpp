@@ -22,7 +22,8 @@ std::string draft_kind_name(DraftKind kind) {
 }
 
 DraftKind parse_draft_kind(const std::string& name) {
-  if (name == "draft" || name == "draft-model" || name == "draft_model") return DraftKind::draft_model;
+  if (name == "draft" || name == "draft-model" || name == "draft_model")
+    return DraftKind::draft_model;
   if (name == "prompt-lookup" || name == "prompt_lookup" || name == "ngram")
     return DraftKind::prompt_lookup;
   if (name == "none" || name.empty()) return DraftKind::none;

@@ -100,9 +100,13 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSche
   const int limit = std::max(0, std::min(options.speculative.draft_tokens, left));
   Draft draft;
   // Prompt lookup costs nothing to ask; a draft model is asked only when
-  // its drafts are likely to pay.
+  // its drafts are likely to pay, and always at the first step, which
+  // reads the prompt into it before the first token (an exploring draft
+  // later catches up with only the tokens since, not a whole prompt in
+  // the middle of the stream).
   const bool costly = options.speculative.kind == DraftKind::draft_model;
-  if (limit > 0 && (!schedule || !costly || schedule->worth_drafting())) {
+  const bool first_step = sequence.generated_tokens() == 0;
+  if (limit > 0 && (!schedule || !costly || first_step || schedule->worth_drafting())) {
     DraftMore more;
     if (schedule)
       more = [schedule, limit](const std::vector<float>& c) {
