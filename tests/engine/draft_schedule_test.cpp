@@ -14,7 +14,7 @@ namespace {
 // `steps` verifies of every length up to 9 costing `cost(length)`.
 void teach_costs(DraftSchedule& schedule, double (*cost)(int)) {
   for (int step = 0; step < 5; ++step)
-    for (int length = 1; length <= 9; ++length) schedule.record_cost(length, cost(length), 0, 0);
+    for (int length = 1; length <= 9; ++length) schedule.record_cost(length, cost(length), 0, 0, 0);
 }
 
 TEST(DraftSchedule, VerifiesLongRunsWhereTheyPayAndNoneWhereTheyDoNot) {
@@ -24,7 +24,7 @@ TEST(DraftSchedule, VerifiesLongRunsWhereTheyPayAndNoneWhereTheyDoNot) {
   teach_costs(schedule, [](int length) { return 0.010 + 0.001 * (length - 1); });
   const std::vector<float> copy(8, 4.0f);
   EXPECT_EQ(schedule.choose(copy), 8);
-  EXPECT_TRUE(schedule.worth_drafting());
+  EXPECT_TRUE(schedule.worth_drafting(8));
   EXPECT_TRUE(schedule.worth_another({4, 4}, 8));
   EXPECT_FALSE(schedule.worth_another(copy, 8));  // the limit
 
@@ -35,7 +35,7 @@ TEST(DraftSchedule, VerifiesLongRunsWhereTheyPayAndNoneWhereTheyDoNot) {
   EXPECT_EQ(costly.choose(copy), 0);
   std::vector<int> exploring;
   for (int step = 1; step <= 15 * DraftSchedule::kExploreEvery; ++step)
-    if (costly.worth_drafting()) exploring.push_back(step);
+    if (costly.worth_drafting(8)) exploring.push_back(step);
   // Exploring steps after 32, then 64, 128, 256 more plain steps.
   const int e = DraftSchedule::kExploreEvery;
   EXPECT_EQ(exploring, (std::vector<int>{e, 3 * e, 7 * e, 15 * e}));
@@ -61,13 +61,52 @@ TEST(DraftSchedule, DraftsAlreadyMadeCostTheSameWhateverIsVerified) {
   // costs a whole plain step.
   for (int step = 0; step < 5; ++step)
     for (int length = 1; length <= 9; ++length)
-      schedule.record_cost(length, 0.010 + 0.005 * (length - 1), 1, 0.010);
+      schedule.record_cost(length, 0.010 + 0.005 * (length - 1), 1, 0.010, 0);
   // Before drafting, a draft does not pay: 1.95 tokens in 25 ms against 1
-  // in 10.
-  EXPECT_FALSE(schedule.worth_drafting());
+  // in 10 (nor do more).
+  EXPECT_FALSE(schedule.worth_drafting(8));
   // Once two drafts are made their 20 ms are spent whatever is verified:
   // verifying both yields 2.9 tokens in 40 ms, none 1 in 30.
   EXPECT_EQ(schedule.choose({0.95f, 0.95f}), 2);
+}
+
+TEST(DraftSchedule, PaysTheFirstDraftsCatchUpOncePerStep) {
+  DraftSchedule schedule(DraftKind::draft_model, std::nullopt);
+  for (int i = 0; i < 300; ++i) schedule.record_outcome({0.95f, 0.95f, 0.95f}, 3);
+  // A step's first draft costs 40 ms (the draft model catching up with
+  // the step's tokens), each later one 10 ms; a verify 50 ms and 10 ms per
+  // draft. Steps of one draft and of three were seen.
+  for (int step = 0; step < 5; ++step) {
+    for (int length = 1; length <= 9; ++length)
+      schedule.record_cost(length, 0.050 + 0.010 * (length - 1), 0, 0, 0);
+    schedule.record_cost(2, 0.060, 1, 0.040, 0);
+    schedule.record_cost(4, 0.080, 3, 0.040, 0.020);
+  }
+  EXPECT_DOUBLE_EQ(schedule.draft_seconds(1), 0.040);
+  EXPECT_DOUBLE_EQ(schedule.draft_seconds(3), 0.060);
+  // After one draft a second one pays: 3 tokens in 120 ms against 2 in
+  // 100 (at 40 ms a draft, as steps of one draft alone would suggest, 3
+  // in 150).
+  EXPECT_TRUE(schedule.worth_another({0.95f}, 8));
+}
+
+TEST(DraftSchedule, DraftsWhereSeveralDraftsPayThoughOneAloneWouldNot) {
+  DraftSchedule schedule(DraftKind::draft_model, std::nullopt);
+  for (int i = 0; i < 300; ++i) schedule.record_outcome({0.95f, 0.95f, 0.95f, 0.95f}, 4);
+  // A plain step 50 ms, a verify 70 ms and 10 ms per draft beyond the
+  // first; a step's first draft 40 ms, each later one 20 ms. One draft: 2
+  // tokens in 110 ms, less than plain decoding's 1 in 50; four: 5 tokens
+  // in 200 ms, more.
+  for (int step = 0; step < 5; ++step) {
+    schedule.record_cost(1, 0.050, 0, 0, 0);
+    for (int length = 2; length <= 9; ++length)
+      schedule.record_cost(length, 0.070 + 0.010 * (length - 2), 0, 0, 0);
+    schedule.record_cost(5, 0.100, 4, 0.040, 0.060);
+  }
+  EXPECT_TRUE(schedule.worth_drafting(4));
+  EXPECT_FALSE(schedule.worth_drafting(1));
+  // Having drafted one, it drafts on.
+  EXPECT_TRUE(schedule.worth_another({0.95f}, 4));
 }
 
 TEST(DraftSchedule, CountsOnlyTheDraftsTheVerifyJudged) {
@@ -85,14 +124,15 @@ TEST(DraftSchedule, KeepsItsCalibrationInItsFile) {
   {
     DraftSchedule schedule(DraftKind::prompt_lookup, file);
     for (int i = 0; i < 10; ++i) schedule.record_outcome({2, 2}, 1);
-    schedule.record_cost(3, 0.90, 2, 0.010);  // a first sample is left out
-    schedule.record_cost(3, 0.25, 2, 0.002);
+    schedule.record_cost(3, 0.90, 2, 0.010, 0.010);  // a first sample is left out
+    schedule.record_cost(3, 0.25, 2, 0.003, 0.001);
   }
   ASSERT_TRUE(std::filesystem::exists(file));
   DraftSchedule reloaded(DraftKind::prompt_lookup, file);
   EXPECT_DOUBLE_EQ(reloaded.acceptance(2, 0), 12.0 / 13.0);
   EXPECT_DOUBLE_EQ(reloaded.acceptance(2, 1), 2.0 / 13.0);
   EXPECT_DOUBLE_EQ(reloaded.verify_seconds(3), 0.25);
+  EXPECT_DOUBLE_EQ(reloaded.draft_seconds(2), 0.004);
   // A damaged file is a fresh start, not an error.
   std::ofstream(file) << "{ not json";
   DraftSchedule fresh(DraftKind::prompt_lookup, file);

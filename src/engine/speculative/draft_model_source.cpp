@@ -74,7 +74,7 @@ Draft DraftModelSource::propose(const std::vector<int>& context, int limit, cons
   // last token, and the last draft after a full acceptance); more are a
   // prefill (the prompt, or the tokens of plain steps).
   const bool steady = had_context && caught_up_ <= 2;
-  const auto drafting = std::chrono::steady_clock::now();
+  auto first_drafted = std::chrono::steady_clock::now();
   const int vocab = logits.shape(2);
   for (int i = 0; i < limit; ++i) {
     auto logprobs = step_logprobs(mx::reshape(logits, {1, vocab}), draft_.kernels());
@@ -83,21 +83,14 @@ Draft DraftModelSource::propose(const std::vector<int>& context, int limit, cons
     mx::eval({token, probability});
     draft.tokens.push_back(token.item<int>());
     draft.confidence.push_back(probability.item<float>());
+    if (i == 0) first_drafted = std::chrono::steady_clock::now();
     // The last proposal is fed only if it is accepted.
     if (i + 1 == limit || (more && !more(draft.confidence))) break;
     logits = feed({draft.tokens.back()});
   }
   const auto end = std::chrono::steady_clock::now();
-  const std::size_t count = draft.tokens.size();
-  if (steady) {
-    draft.seconds = std::chrono::duration<double>(end - start).count();
-  } else if (count > 1) {
-    // The first token's forward was part of the prefill: the others' time,
-    // spread over all.
-    draft.seconds = std::chrono::duration<double>(end - drafting).count() * count / (count - 1);
-  } else {
-    draft.seconds = -1;  // not measured
-  }
+  draft.first_seconds = steady ? std::chrono::duration<double>(first_drafted - start).count() : -1;
+  draft.later_seconds = std::chrono::duration<double>(end - first_drafted).count();
   return draft;
 }
 

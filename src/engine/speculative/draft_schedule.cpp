@@ -11,7 +11,8 @@
 namespace mlx_cpp {
 namespace {
 
-constexpr int kFormatVersion = 1;
+// 2: the first draft of a step timed apart from the later ones.
+constexpr int kFormatVersion = 2;
 // Draft-model probabilities in tenths; lookup n-gram lengths 1..16 and a
 // continued copy, for the first draft and for the later ones.
 constexpr int kProbabilityBuckets = 10;
@@ -49,13 +50,15 @@ DraftSchedule::DraftSchedule(DraftKind kind, std::optional<std::filesystem::path
     const auto& verify = json.at("verify_seconds");
     for (std::size_t l = 0; l < verify.size() && l < verify_.size(); ++l)
       verify_[l] = {verify[l].at(0).get<double>(), verify[l].at(1).get<double>()};
-    draft_per_token_ = {json.at("draft_seconds").at(0).get<double>(),
-                        json.at("draft_seconds").at(1).get<double>()};
+    first_draft_ = {json.at("first_draft_seconds").at(0).get<double>(),
+                    json.at("first_draft_seconds").at(1).get<double>()};
+    later_draft_ = {json.at("later_draft_seconds").at(0).get<double>(),
+                    json.at("later_draft_seconds").at(1).get<double>()};
   } catch (const std::exception&) {
     // A damaged calibration is only a lost head start: begin afresh.
     buckets_.assign(bucket_count(kind), Bucket{});
     verify_.assign(kMaxLength + 1, Cost{});
-    draft_per_token_ = {};
+    first_draft_ = later_draft_ = {};
   }
 }
 
@@ -74,7 +77,8 @@ void DraftSchedule::save() const {
   json["kind"] = draft_kind_name(kind_);
   for (const auto& b : buckets_) json["buckets"].push_back({b.accepted, b.tried});
   for (const auto& c : verify_) json["verify_seconds"].push_back({c.seconds, c.count});
-  json["draft_seconds"] = {draft_per_token_.seconds, draft_per_token_.count};
+  json["first_draft_seconds"] = {first_draft_.seconds, first_draft_.count};
+  json["later_draft_seconds"] = {later_draft_.seconds, later_draft_.count};
   std::filesystem::create_directories(file_->parent_path());
   write_json_file(*file_, json);
 }
@@ -118,29 +122,47 @@ double DraftSchedule::verify_seconds(int length) const {
          (1.0 + kPriorExtraPerToken * (known - 1));
 }
 
+double DraftSchedule::draft_seconds(int n) const {
+  if (n <= 0) return 0;
+  const bool first_known = first_draft_.count >= 1, later_known = later_draft_.count >= 1;
+  // Either cost stands in for the other until that one is measured.
+  const double first = first_known   ? first_draft_.seconds
+                       : later_known ? later_draft_.seconds
+                                     : 0.0;
+  const double later = later_known ? later_draft_.seconds : first;
+  return first + later * (n - 1);
+}
+
 std::vector<double> DraftSchedule::rates(const std::vector<double>& acceptances, int paid) const {
-  const double draft = draft_per_token_.count >= 1 ? draft_per_token_.seconds : 0.0;
   std::vector<double> rate;
   double expected = 1, reach = 1;
   // The `paid` drafts already made cost their time whatever is verified
   // (verifying none of them included); each draft beyond them adds its own.
-  rate.push_back(expected / (verify_seconds(1) + draft * paid));
+  rate.push_back(expected / (verify_seconds(1) + draft_seconds(paid)));
   for (std::size_t i = 0; i < acceptances.size(); ++i) {
     reach *= acceptances[i];
     expected += reach;
     const int k = static_cast<int>(i) + 1;
-    rate.push_back(expected / (verify_seconds(k + 1) + draft * std::max(k, paid)));
+    rate.push_back(expected / (verify_seconds(k + 1) + draft_seconds(std::max(k, paid))));
   }
   return rate;
 }
 
-bool DraftSchedule::worth_drafting() {
-  // The best case of a first draft: the acceptance of its likeliest bucket.
+bool DraftSchedule::worth_drafting(int limit) {
+  // Until a verify of one draft and a step's first draft have been timed,
+  // drafting is what measures them (a prior would decide in their stead).
+  if (verify_[2].count < 1 || (kind_ == DraftKind::draft_model && first_draft_.count < 1)) {
+    plain_steps_in_a_row_ = 0;
+    return true;
+  }
+  // The best case: up to `limit` drafts, each as likely as the likeliest
+  // bucket. One draft may not pay where several do (the first carries the
+  // cost of catching up).
   double best = 0;
   for (int b = 0; b < (kind_ == DraftKind::draft_model ? kProbabilityBuckets : kLookupLengths); ++b)
     best = std::max(best, estimate(buckets_[b].accepted, buckets_[b].tried));
-  const auto rate = rates({best}, 0);
-  if (rate[1] > rate[0]) {
+  const auto rate = rates(std::vector<double>(std::max(limit, 1), best), 0);
+  if (*std::max_element(rate.begin() + 1, rate.end()) > rate[0]) {
     plain_steps_in_a_row_ = 0;
     explore_every_ = kExploreEvery;
     return true;
@@ -159,10 +181,14 @@ bool DraftSchedule::worth_another(const std::vector<float>& confidence, int limi
   std::vector<double> acceptances;
   for (std::size_t i = 0; i < confidence.size(); ++i)
     acceptances.push_back(acceptance(confidence[i], static_cast<int>(i)));
-  // The next draft is assumed as likely as the last.
-  acceptances.push_back(acceptances.empty() ? 0.5 : acceptances.back());
-  const auto rate = rates(acceptances, static_cast<int>(confidence.size()));
-  return rate.back() > *std::max_element(rate.begin(), rate.end() - 1);
+  // The drafts to come are assumed as likely as the last; another is
+  // worth drafting when verifying more than the drafts so far (up to the
+  // limit) beats the best choice among them.
+  const int made = static_cast<int>(confidence.size());
+  acceptances.resize(limit, acceptances.empty() ? 0.5 : acceptances.back());
+  const auto rate = rates(acceptances, made);
+  return *std::max_element(rate.begin() + made + 1, rate.end()) >
+         *std::max_element(rate.begin(), rate.begin() + made + 1);
 }
 
 int DraftSchedule::choose(const std::vector<float>& confidence) const {
@@ -173,7 +199,8 @@ int DraftSchedule::choose(const std::vector<float>& confidence) const {
   return static_cast<int>(std::max_element(rate.begin(), rate.end()) - rate.begin());
 }
 
-void DraftSchedule::record_cost(int length, double seconds, int drafted, double draft_seconds) {
+void DraftSchedule::record_cost(int length, double seconds, int drafted, double first_seconds,
+                                double later_seconds) {
   // The first sample of each kind pays one-off costs (buffers allocated
   // for a new shape: a first 2-token verify took 3.9 plain steps on
   // Qwen2.5-1.5B, later ones 1.8) and is left out.
@@ -186,7 +213,8 @@ void DraftSchedule::record_cost(int length, double seconds, int drafted, double 
     cost.count += 1;
   };
   update(verify_[std::clamp(length, 1, kMaxLength)], seconds);
-  if (drafted > 0 && draft_seconds >= 0) update(draft_per_token_, draft_seconds / drafted);
+  if (drafted >= 1 && first_seconds >= 0) update(first_draft_, first_seconds);
+  if (drafted >= 2 && later_seconds >= 0) update(later_draft_, later_seconds / (drafted - 1));
 }
 
 void DraftSchedule::record_outcome(const std::vector<float>& confidence, int accepted) {

@@ -34,22 +34,27 @@ class DraftSchedule {
   DraftSchedule(const DraftSchedule&) = delete;
   DraftSchedule& operator=(const DraftSchedule&) = delete;
 
-  // Whether this step should draft at all (else it decodes plainly).
-  bool worth_drafting();
+  // Whether this step should draft at all, at most `limit` tokens (else
+  // it decodes plainly).
+  bool worth_drafting(int limit);
   // Whether a source drafting token by token should draft one more.
   bool worth_another(const std::vector<float>& confidence, int limit) const;
   // How many of the drafts to verify (0 .. confidence.size()).
   int choose(const std::vector<float>& confidence) const;
 
-  // A verify of `length` tokens (1: a plain step) took `seconds`, and
-  // drafting its tokens `draft_seconds`.
-  void record_cost(int length, double seconds, int drafted, double draft_seconds);
+  // A verify of `length` tokens (1: a plain step) took `seconds`; of the
+  // `drafted` tokens the first took `first_seconds` to draft and the others
+  // `later_seconds` together (negative: not measured).
+  void record_cost(int length, double seconds, int drafted, double first_seconds,
+                   double later_seconds);
   // Of the verified drafts (their confidences), the first `accepted`
   // were accepted.
   void record_outcome(const std::vector<float>& confidence, int accepted);
 
   double acceptance(float confidence, int position) const;
   double verify_seconds(int length) const;
+  // Seconds of drafting n tokens in one step.
+  double draft_seconds(int n) const;
   const std::optional<std::filesystem::path>& file() const { return file_; }
   void save() const;
 
@@ -74,7 +79,9 @@ class DraftSchedule {
     double count = -1;   // samples taken (-1: none seen, the first is skipped)
   };
   std::vector<Cost> verify_;  // by length
-  Cost draft_per_token_;
+  // A draft model's first draft of a step costs a forward of the tokens
+  // it catches up with (one or two), each later one a one-token forward.
+  Cost first_draft_, later_draft_;
   int plain_steps_in_a_row_ = 0;
   int explore_every_ = kExploreEvery;
 };

@@ -15,10 +15,11 @@ struct Draft {
   // probability of the token; prompt lookup's n-gram length of the match
   // (engine/speculative/draft_schedule.h maps both to acceptance).
   std::vector<float> confidence;
-  // Seconds spent drafting these tokens, not counting a prefill of context
-  // the source had not seen (a draft model's prompt); negative: not
-  // measured.
-  double seconds = 0;
+  // Seconds until the first token was drafted (a draft model catching up
+  // with the step's own tokens, then its pick) and for the tokens after it
+  // (a forward each); negative: not measured (the first included a prefill
+  // of context the source had not seen, such as a prompt).
+  double first_seconds = 0, later_seconds = 0;
 };
 
 // Asked by sources that draft token by token, after each token, whether

@@ -106,7 +106,7 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSche
   // the middle of the stream).
   const bool costly = options.speculative.kind == DraftKind::draft_model;
   const bool first_step = sequence.generated_tokens() == 0;
-  if (limit > 0 && (!schedule || !costly || first_step || schedule->worth_drafting())) {
+  if (limit > 0 && (!schedule || !costly || first_step || schedule->worth_drafting(limit))) {
     DraftMore more;
     if (schedule)
       more = [schedule, limit](const std::vector<float>& c) {
@@ -153,7 +153,7 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSche
   const int accepted = verdict.accepted;
   if (schedule) {
     schedule->record_cost(static_cast<int>(fed.size()), seconds_since(verify_start), drafted,
-                          draft.seconds);
+                          draft.first_seconds, draft.later_seconds);
     schedule->record_outcome(draft.confidence, accepted);
   }
 
