@@ -57,15 +57,8 @@ void block_rows(const Problem& p, int block, int m0, float* result, int columns,
   const int groups = p.K / Group;
   const std::uint8_t* w = p.w + static_cast<std::size_t>(block) * (p.K / 4) * kUnitBytes;
   const std::size_t factors = static_cast<std::size_t>(block) * groups * kRowsPerBlock;
-  const int scale_stride = int16_scale_stride(p.k_padded, p.group_size);
-  const std::int16_t* x[Rows];
-  const float* x_scale[Rows];
-  const float* x_sum[Rows];
-  for (int r = 0; r < Rows; ++r) {
-    x[r] = p.x_i16 + static_cast<std::size_t>(m0 + r) * p.k_padded;
-    x_scale[r] = p.x_i16_scales + static_cast<std::size_t>(m0 + r) * scale_stride;
-    x_sum[r] = p.x_group_sums + static_cast<std::size_t>(m0 + r) * groups;
-  }
+  const Int16RowsOfX<Rows> rows(p, m0, groups);
+  const auto &x = rows.values, &x_scale = rows.scales, &x_sum = rows.sums;
   __m256 total[Rows][2];
   for (int r = 0; r < Rows; ++r) total[r][0] = total[r][1] = _mm256_setzero_ps();
   for (int g = 0; g < groups; ++g) {

@@ -189,6 +189,23 @@ constexpr int gemv_columns(int rows) {
   return rows == 1 ? 4 : rows == 2 ? 2 : 1;
 }
 
+// Rows [m0, m0 + Rows) of an int16 decode's x: each row's values, its
+// per-group scales and its `groups` group sums (the bias term's factor).
+template <int Rows>
+struct Int16RowsOfX {
+  const std::int16_t* values[Rows];
+  const float* scales[Rows];
+  const float* sums[Rows];
+  Int16RowsOfX(const Problem& p, int m0, int groups) {
+    const int scale_stride = int16_scale_stride(p.k_padded, p.group_size);
+    for (int r = 0; r < Rows; ++r) {
+      values[r] = p.x_i16 + static_cast<std::size_t>(m0 + r) * p.k_padded;
+      scales[r] = p.x_i16_scales + static_cast<std::size_t>(m0 + r) * scale_stride;
+      sums[r] = p.x_group_sums + static_cast<std::size_t>(m0 + r) * groups;
+    }
+  }
+};
+
 // Calls kernel(std::integral_constant<int, Rows>{}, m0) for each block of
 // at most kGemvMaxRows rows of [0, M), so a gemv keeps its row count a
 // compile-time constant.
