@@ -300,13 +300,10 @@ std::optional<mx::array> Attention::attend_consecutive_rows(const Heads& heads,
       cache.update_and_fetch(mx::concatenate(keys, 2), mx::concatenate(values, 2));
   std::vector<mx::array> attended;
   for (int b = 0; b < count; ++b) {
-    auto seen = [&](const mx::array& fetched) {
-      auto end = fetched.shape();
-      end[2] = offset + b + 1;
-      return mx::slice(fetched, mx::Shape(end.size(), 0), end);
-    };
-    attended.push_back(
-        attend_fetched(queries[b], seen(all_keys), seen(all_values), rows.masks[b], offset + b));
+    const int seen = offset + b + 1;
+    attended.push_back(attend_fetched(queries[b], sequence_slice(all_keys, 0, seen),
+                                      sequence_slice(all_values, 0, seen), rows.masks[b],
+                                      offset + b));
   }
   return mx::concatenate(attended, 0);
 }

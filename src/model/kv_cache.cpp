@@ -10,12 +10,11 @@
 
 namespace mlx_cpp {
 namespace mx = mlx::core;
-namespace {
-
-// v[..., start:stop, :] along the sequence axis of [B, H, S, D].
 mx::array sequence_slice(const mx::array& v, int start, int stop) {
   return mx::slice(v, {0, 0, start, 0}, {v.shape(0), v.shape(1), stop, v.shape(3)});
 }
+
+namespace {
 
 mx::array zeros_like_steps(const mx::array& like, int length) {
   return mx::zeros({like.shape(0), like.shape(1), length, like.shape(3)}, like.dtype());

@@ -236,6 +236,10 @@ class RotatingKvCache : public KvCache {
 // mlx-lm's create_causal_mask builds it.
 mlx::core::array causal_mask(int length, int offset, std::optional<int> window_size);
 
+// v[..., start:stop, :] along the sequence axis of keys or values
+// [B, H, S, D] (a view).
+mlx::core::array sequence_slice(const mlx::core::array& v, int start, int stop);
+
 using CacheList = std::vector<std::unique_ptr<KvCache>>;
 
 // What holds for a whole list of per-layer caches (one sequence's).

@@ -10,10 +10,6 @@ namespace mlx_cpp {
 namespace mx = mlx::core;
 namespace {
 
-mx::array sequence_slice(const mx::array& v, int start, int stop) {
-  return mx::slice(v, {0, 0, start, 0}, {v.shape(0), v.shape(1), stop, v.shape(3)});
-}
-
 // f applied to each array of a packed tensor (or of two).
 template <class F>
 PackedKv each(const PackedKv& v, F&& f) {
@@ -26,7 +22,7 @@ PackedKv each(const PackedKv& a, const PackedKv& b, F&& f) {
 }
 
 PackedKv sequence_slice(const PackedKv& v, int start, int stop) {
-  return each(v, [&](const mx::array& a) { return sequence_slice(a, start, stop); });
+  return each(v, [&](const mx::array& a) { return mlx_cpp::sequence_slice(a, start, stop); });
 }
 
 bool turbo(const KvQuantization& quantization) {
