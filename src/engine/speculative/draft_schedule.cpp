@@ -176,11 +176,16 @@ bool DraftSchedule::worth_drafting(int limit) {
   return true;
 }
 
-bool DraftSchedule::worth_another(const std::vector<float>& confidence, int limit) const {
-  if (static_cast<int>(confidence.size()) >= limit) return false;
+std::vector<double> DraftSchedule::acceptances_of(const std::vector<float>& confidence) const {
   std::vector<double> acceptances;
   for (std::size_t i = 0; i < confidence.size(); ++i)
     acceptances.push_back(acceptance(confidence[i], static_cast<int>(i)));
+  return acceptances;
+}
+
+bool DraftSchedule::worth_another(const std::vector<float>& confidence, int limit) const {
+  if (static_cast<int>(confidence.size()) >= limit) return false;
+  auto acceptances = acceptances_of(confidence);
   // The drafts to come are assumed as likely as the last; another is
   // worth drafting when verifying more than the drafts so far (up to the
   // limit) beats the best choice among them.
@@ -192,10 +197,7 @@ bool DraftSchedule::worth_another(const std::vector<float>& confidence, int limi
 }
 
 int DraftSchedule::choose(const std::vector<float>& confidence) const {
-  std::vector<double> acceptances;
-  for (std::size_t i = 0; i < confidence.size(); ++i)
-    acceptances.push_back(acceptance(confidence[i], static_cast<int>(i)));
-  const auto rate = rates(acceptances, static_cast<int>(confidence.size()));
+  const auto rate = rates(acceptances_of(confidence), static_cast<int>(confidence.size()));
   return static_cast<int>(std::max_element(rate.begin(), rate.end()) - rate.begin());
 }
 

@@ -64,6 +64,8 @@ class DraftSchedule {
 
  private:
   int bucket(float confidence, int position) const;
+  // The calibrated acceptance of each of a step's drafts.
+  std::vector<double> acceptances_of(const std::vector<float>& confidence) const;
   // Tokens per second of verifying the first k drafts (k = 0 ..
   // acceptances.size()), `paid` drafts having been made already.
   std::vector<double> rates(const std::vector<double>& acceptances, int paid) const;
