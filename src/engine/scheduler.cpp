@@ -379,7 +379,7 @@ void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
 void Scheduler::speculate() {
   for (auto& sequence : speculating_) {
     auto* schedule = schedule_for(sequence->request().options.speculative);
-    if (!speculative_step(runtime_, *sequence, schedule)) retire(std::move(sequence));
+    if (!speculative_step(runtime_, *sequence, schedule).goes_on) retire(std::move(sequence));
   }
   speculating_.erase(std::remove(speculating_.begin(), speculating_.end(), nullptr),
                      speculating_.end());

@@ -91,7 +91,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSchedule* schedule) {
+SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& sequence,
+                                        DraftSchedule* schedule) {
   const auto& options = sequence.request().options;
   const int input = sequence.speculative_input();
   std::vector<int> context = sequence.history();
@@ -174,10 +175,11 @@ bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSche
     if (!sequence.deliver_token(drafts[j], mx::squeeze(logprobs[j], 0), /*fed=*/true)) {
       // Finished inside the accepted run: the caches keep what was delivered.
       for (auto& cache : caches) cache->trim(accepted - 1 - j);
-      return false;
+      return {false, proposed};
     }
   }
-  return sequence.deliver_token(verdict.next, mx::squeeze(logprobs[accepted], 0), /*fed=*/false);
+  return {sequence.deliver_token(verdict.next, mx::squeeze(logprobs[accepted], 0), /*fed=*/false),
+          proposed};
 }
 
 }  // namespace mlx_cpp

@@ -25,10 +25,15 @@
 
 namespace mlx_cpp {
 
+struct SpeculativeStepOutcome {
+  bool goes_on = false;     // false: the sequence has finished
+  int verified_drafts = 0;  // 0: the step was a plain decode step
+};
+
 // The sequence has a draft source and its prompt prefilled (all but the
 // last token). `schedule` (confidence scheduling; null: a fixed number of
 // drafts) decides how many drafts to verify and learns from the outcome.
-// Returns false when it has finished.
-bool speculative_step(const ModelRuntime& runtime, Sequence& sequence, DraftSchedule* schedule);
+SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& sequence,
+                                        DraftSchedule* schedule);
 
 }  // namespace mlx_cpp
