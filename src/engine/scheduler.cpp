@@ -5,6 +5,7 @@
 #include <mlx/transforms.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "engine/cached_prompt.h"
 #include "engine/speculative/draft_model_source.h"
@@ -143,6 +144,7 @@ SchedulerCounts Scheduler::counts() const {
   counts.waiting = static_cast<int>(waiting_.size());
   counts.prefilling = static_cast<int>(prefilling_.size());
   counts.decoding = static_cast<int>(decoding_.size() + speculating_.size());
+  counts.speculating = static_cast<int>(speculating_.size());
   for (const auto* list : {&prefilling_, &decoding_, &speculating_})
     for (const auto& sequence : *list) counts.kv_bytes += cache_list_bytes(sequence->caches());
   counts.kv_reserved_bytes = reserved_bytes_;
@@ -166,7 +168,8 @@ void Scheduler::step() {
       const auto kept = decode(decoding_, /*first_step=*/false, phases);
       if (phases_) phases_->keep_decoding(kept);
     }
-    if (!speculating_.empty()) speculate();
+    auto resumed = resume_speculation();
+    if (!speculating_.empty() || !resumed.empty()) speculate(std::move(resumed));
     if (running() >= options_.max_batch) return;
     admit();
     // Prompts with only their last token left start decoding: one forward
@@ -376,13 +379,71 @@ void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
   mx::clear_cache();
 }
 
-void Scheduler::speculate() {
-  for (auto& sequence : speculating_) {
+void Scheduler::speculate(std::vector<std::unique_ptr<Sequence>> resumed) {
+  const std::size_t before = speculating_.size();
+  for (auto& sequence : resumed) speculating_.push_back(std::move(sequence));
+  for (std::size_t i = 0; i < speculating_.size(); ++i) {
+    auto& sequence = speculating_[i];
     auto* schedule = schedule_for(sequence->request().options.speculative);
-    if (!speculative_step(runtime_, *sequence, schedule).goes_on) retire(std::move(sequence));
+    // A resumed sequence's schedule was just asked whether drafting pays.
+    const auto outcome = speculative_step(runtime_, *sequence, schedule, i >= before);
+    if (!outcome.goes_on) {
+      retire(std::move(sequence));
+    } else if (outcome.verified_drafts == 0) {
+      // Plain steps go through the batched decode, which builds the next
+      // step's graph while this one computes (a step of its own here
+      // waits for each token).
+      sequence->enter_plain_decoding();
+      sequence->plain_step_end.reset();
+      decoding_.push_back(std::move(sequence));
+    }
   }
   speculating_.erase(std::remove(speculating_.begin(), speculating_.end(), nullptr),
                      speculating_.end());
+}
+
+std::vector<std::unique_ptr<Sequence>> Scheduler::resume_speculation() {
+  std::vector<std::unique_ptr<Sequence>> resumed;
+  // Speculation is refused where phases_ tracks the batch's rows.
+  if (phases_) return resumed;
+  const auto now = Sequence::Clock::now();
+  for (auto& sequence : decoding_) {
+    if (!sequence->draft_source()) continue;
+    if (auto* schedule = schedule_for(sequence->request().options.speculative)) {
+      // From the end of one plain step to the end of the next: what a
+      // plain token costs while the decode is pipelined (the first step
+      // after a speculative one is not).
+      if (sequence->plain_step_end)
+        schedule->record_cost(
+            1, std::chrono::duration<double>(now - *sequence->plain_step_end).count(), 0, -1, -1);
+      sequence->plain_step_end = now;
+    }
+    if (!drafts_worth_verifying(*sequence)) continue;
+    sequence->plain_step_end.reset();
+    if (sequence->leave_plain_decoding())
+      resumed.push_back(std::move(sequence));
+    else
+      retire(std::move(sequence));
+  }
+  decoding_.erase(std::remove(decoding_.begin(), decoding_.end(), nullptr), decoding_.end());
+  return resumed;
+}
+
+bool Scheduler::drafts_worth_verifying(Sequence& sequence) {
+  const auto& options = sequence.request().options;
+  // The token being sampled comes first, then up to draft_tokens drafts.
+  const int left = options.max_tokens - sequence.generated_tokens() - 1;
+  const int limit = std::min(options.speculative.draft_tokens, left);
+  if (limit <= 0) return false;
+  auto* schedule = schedule_for(options.speculative);
+  if (options.speculative.kind == DraftKind::draft_model)
+    return !schedule || schedule->worth_drafting(limit);
+  // Prompt lookup costs nothing to ask: what it would propose after the
+  // tokens delivered so far (its first draft guesses the token being
+  // sampled; a copy that goes on past it drafts the rest).
+  const auto draft = sequence.draft_source()->propose(sequence.history(), limit, {});
+  if (draft.tokens.empty()) return false;
+  return !schedule || schedule->choose(draft.confidence) > 0;
 }
 
 DraftSchedule* Scheduler::schedule_for(const SpeculativeOptions& options) {

@@ -51,6 +51,9 @@ struct SchedulerOptions {
 // A snapshot for /stats and tests.
 struct SchedulerCounts {
   int waiting = 0, prefilling = 0, decoding = 0;
+  // Of the decoding, those taking speculative steps now (the others of
+  // speculating requests decode plainly until their drafts pay again).
+  int speculating = 0;
   std::size_t kv_bytes = 0;           // caches of running sequences, as held now
   std::size_t kv_reserved_bytes = 0;  // what they may grow to (prompt + max_tokens)
   std::size_t memory_budget = 0, weight_bytes = 0;
@@ -111,8 +114,15 @@ class Scheduler {
   std::vector<int> decode(std::vector<std::unique_ptr<Sequence>>& rows, bool first_step,
                           const std::vector<int>& phases);
   void prefill(std::vector<std::unique_ptr<Sequence>>& rows);
-  // One speculative step of each speculating sequence; the finished leave.
-  void speculate();
+  // One speculative step of each speculating sequence, and of `resumed`
+  // (who join them); the finished leave, and those whose step verified no
+  // drafts go on in the batched decode.
+  void speculate(std::vector<std::unique_ptr<Sequence>> resumed);
+  // Speculating sequences decoding plainly whose drafts are worth
+  // verifying again leave the batched decode (their sampled token
+  // delivered); the plain steps of those that stay are timed.
+  std::vector<std::unique_ptr<Sequence>> resume_speculation();
+  bool drafts_worth_verifying(Sequence& sequence);
   std::unique_ptr<DraftSource> make_draft_source(const SpeculativeOptions& options) const;
   // The confidence schedule of a source (one per source, shared by its
   // sequences); null for a fixed number of drafts.
@@ -145,7 +155,8 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> prefilling_;  // in admission order
   std::vector<std::unique_ptr<Sequence>> starting_;    // taking their first decode step
   std::vector<std::unique_ptr<Sequence>> decoding_;    // in batch row order
-  // Decoding by speculative steps, each on its own (engine/speculative/).
+  // Decoding by speculative steps, each on its own (engine/speculative/);
+  // between steps that verify no drafts, they decode plainly in decoding_.
   std::vector<std::unique_ptr<Sequence>> speculating_;
   std::map<DraftKind, std::unique_ptr<DraftSchedule>> schedules_;
   // Before the prefix cache, which hands it entries while it lives.

@@ -5,6 +5,7 @@
 #include <mlx/transforms.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "engine/cached_prompt.h"
 
@@ -117,6 +118,8 @@ std::pair<mx::array, mx::array> Sequence::sample(const mx::array& logits) {
 void Sequence::schedule(std::pair<mx::array, mx::array> sampled) {
   fed_token_ = pending_token_;
   fed_logprobs_ = pending_logprobs_;
+  fed_delivered_ = pending_delivered_;
+  pending_delivered_ = false;
   pending_token_ = std::move(sampled.first);
   pending_logprobs_ = std::move(sampled.second);
 }
@@ -132,6 +135,10 @@ bool Sequence::deliver_fed_token() {
   if (result_.stats.fed_ids.empty()) mx::eval({*fed_token_});
   const int id = fed_token_->item<int>();
   result_.stats.fed_ids.push_back(id);
+  // A draft source reads the whole history; sample() has added the token
+  // already where penalties read it.
+  if (draft_source_ && !penalized()) history_.push_back(id);
+  if (fed_delivered_) return true;
   return deliver(id, *fed_logprobs_);
 }
 
@@ -195,6 +202,27 @@ bool Sequence::deliver_token(int id, const mx::array& logprobs, bool fed) {
   const bool goes_on = deliver(id, logprobs);
   if (!fed) speculative_input_ = id;
   return goes_on;
+}
+
+void Sequence::enter_plain_decoding() {
+  if (!speculative_input_)
+    throw std::logic_error("plain decoding entered before a speculative step");
+  pending_token_ = mx::array({*speculative_input_}, mx::int32);
+  pending_logprobs_.reset();
+  pending_delivered_ = true;
+  speculative_input_.reset();
+}
+
+bool Sequence::leave_plain_decoding() {
+  const auto token = *pending_token_;
+  const auto logprobs = *pending_logprobs_;
+  pending_token_.reset();
+  pending_logprobs_.reset();
+  fed_token_.reset();
+  fed_logprobs_.reset();
+  const int id = token.item<int>();
+  speculative_input_ = id;
+  return deliver(id, logprobs);
 }
 
 void Sequence::count_drafts(int proposed, int accepted) {

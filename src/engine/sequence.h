@@ -103,6 +103,17 @@ class Sequence {
   // has finished. `fed`: the caches hold it (an accepted draft); else it
   // becomes the next speculative input.
   bool deliver_token(int id, const mlx::core::array& logprobs, bool fed);
+  // Between speculative steps that verify no drafts, a speculating
+  // sequence decodes plainly in the batched (pipelined) decode. Entering:
+  // the speculative input becomes the next decode step's input (delivered
+  // already, so that step hands nothing to the sink). Leaving: waits for
+  // the token the latest decode step sampled and delivers it as the next
+  // speculative input; false when the sequence has finished.
+  void enter_plain_decoding();
+  bool leave_plain_decoding();
+  // When the latest plain decode step of a speculating sequence ended
+  // (the scheduler's: it times plain steps for the draft schedule).
+  std::optional<Clock::time_point> plain_step_end;
   int generated_tokens() const { return result_.stats.generated_tokens; }
   // One speculative step: tokens proposed by the draft source and
   // accepted (steps that proposed nothing count no verify).
@@ -145,6 +156,8 @@ class Sequence {
   // The sampled token the next step feeds, and the one the latest step fed.
   std::optional<mlx::core::array> pending_token_, pending_logprobs_;
   std::optional<mlx::core::array> fed_token_, fed_logprobs_;
+  // The sink has the token already (a speculative step delivered it).
+  bool pending_delivered_ = false, fed_delivered_ = false;
   std::unique_ptr<DraftSource> draft_source_;
   std::optional<int> speculative_input_;  // delivered, not yet fed
   TextResult result_;

@@ -84,6 +84,8 @@ std::string Metrics::render(const EngineLoad& load) const {
   gauge("mlx_cpp_sequences_waiting", "Sequences queued in the scheduler.", s.waiting);
   gauge("mlx_cpp_sequences_prefilling", "Sequences prefilling their prompt.", s.prefilling);
   gauge("mlx_cpp_sequences_decoding", "Sequences generating.", s.decoding);
+  gauge("mlx_cpp_sequences_speculating", "Of those generating, sequences taking speculative steps.",
+        s.speculating);
   gauge("mlx_cpp_memory_budget_bytes", "Memory budget (0: none).", s.memory_budget);
   gauge("mlx_cpp_weight_bytes", "Bytes of model weights.", s.weight_bytes);
   gauge("mlx_cpp_adapter_bytes", "Bytes of mounted adapters.", s.resident_bytes);
@@ -120,7 +122,10 @@ nlohmann::ordered_json stats_body(const EngineLoad& load) {
   const auto& s = load.scheduler;
   return {{"requests", {{"queued", load.queued}, {"active", load.active}}},
           {"sequences",
-           {{"waiting", s.waiting}, {"prefilling", s.prefilling}, {"decoding", s.decoding}}},
+           {{"waiting", s.waiting},
+            {"prefilling", s.prefilling},
+            {"decoding", s.decoding},
+            {"speculating", s.speculating}}},
           {"memory",
            {{"budget_bytes", s.memory_budget},
             {"weight_bytes", s.weight_bytes},

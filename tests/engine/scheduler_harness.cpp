@@ -17,7 +17,8 @@ std::unique_ptr<ModelRuntime> tiny_runtime(const std::string& golden_case, Kerne
 
 std::vector<RequestTrace> run_scripted(const ModelRuntime& runtime, const SchedulerOptions& options,
                                        const std::vector<ScriptedRequest>& requests,
-                                       Scheduler* shared) {
+                                       Scheduler* shared,
+                                       const std::function<void(const Scheduler&)>& after_step) {
   std::unique_ptr<Scheduler> own;
   if (!shared) own = std::make_unique<Scheduler>(runtime, options);
   Scheduler& scheduler = shared ? *shared : *own;
@@ -50,6 +51,7 @@ std::vector<RequestTrace> run_scripted(const ModelRuntime& runtime, const Schedu
     }
     if (scheduler.has_work()) scheduler.step();
     if (failure) std::rethrow_exception(failure);
+    if (after_step) after_step(scheduler);
     if (step > 100000) throw std::runtime_error("run_scripted: the scheduler never finished");
   }
   return traces;

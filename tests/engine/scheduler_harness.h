@@ -5,6 +5,7 @@
 // with the same requests run alone.
 #include <mlx/array.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -28,9 +29,11 @@ struct RequestTrace {
 };
 
 // Runs until every request has finished; throws if one fails.
-std::vector<RequestTrace> run_scripted(const ModelRuntime& runtime, const SchedulerOptions& options,
-                                       const std::vector<ScriptedRequest>& requests,
-                                       Scheduler* scheduler = nullptr);
+// `after_step` (optional) sees the scheduler after each of its steps.
+std::vector<RequestTrace> run_scripted(
+    const ModelRuntime& runtime, const SchedulerOptions& options,
+    const std::vector<ScriptedRequest>& requests, Scheduler* scheduler = nullptr,
+    const std::function<void(const Scheduler&)>& after_step = {});
 
 // Each request alone on a scheduler of one row (same chunking).
 std::vector<RequestTrace> run_alone(const ModelRuntime& runtime, const SchedulerOptions& options,

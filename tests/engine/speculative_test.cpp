@@ -13,6 +13,7 @@
 #include <mlx/ops.h>
 #include <mlx/transforms.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -200,16 +201,22 @@ INSTANTIATE_TEST_SUITE_P(ArchitecturesBf16AndQ4, StockSpeculationParity,
                                            "gemma3_text_q4"),
                          [](const auto& info) { return std::string(info.param); });
 
-// The first tokens of `runs` seeded runs (seeds 0..runs-1) of `request`.
+// The first three tokens of `runs` seeded runs (seeds 0..runs-1) of
+// `request`. The runs go on a little past them: a speculating sequence
+// whose step verifies no drafts decodes plainly (pipelined) until its
+// drafts pay again, which takes at least a token, so a run of three
+// tokens would seldom verify a draft after the first step.
 std::map<std::vector<int>, int> outcomes(Scheduler& scheduler, const ModelRuntime& runtime,
                                          TextRequest request, int runs, Drafts& drafts) {
+  constexpr std::size_t kCounted = 3;
   std::map<std::vector<int>, int> counts;
   for (int seed = 0; seed < runs; ++seed) {
     ScriptedRequest scripted;
     scripted.request = request;
     scripted.request.options.sampler.seed = seed;
     const auto trace = testing::run_scripted(runtime, {}, {scripted}, &scheduler)[0];
-    counts[trace.result.completion_ids]++;
+    const auto& ids = trace.result.completion_ids;
+    counts[{ids.begin(), ids.begin() + std::min(ids.size(), kCounted)}]++;
     drafts.proposed += trace.result.stats.draft_proposed;
     drafts.accepted += trace.result.stats.draft_accepted;
   }
@@ -270,6 +277,40 @@ std::vector<SamplingCase> sampling_cases() {
   return cases;
 }
 
+// A request whose drafts stop paying decodes plainly in the batched decode
+// (pipelined) and takes speculative steps again when the source has drafts
+// worth verifying; its tokens and logprobs stay plain decoding's.
+TEST(SpeculativeModes, PlainStretchesGoThroughTheBatchedDecodeAndDraftingResumes) {
+  // A tiny model whose greedy answer repeats itself for a while (most
+  // repeat one token throughout, which lookup always drafts).
+  auto runtime = tiny_runtime("apertus_q4", KernelMode::fast);
+  SchedulerOptions options;
+  options.prefill_chunk = 8;
+  ScriptedRequest scripted;
+  // Prompt lookup finds the repeated run at once, nothing after it ends.
+  scripted.request.prompt_ids = {5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
+                                 15, 16, 17, 18, 19, 5,  6,  7,  8,  9};
+  scripted.request.options.max_tokens = 48;
+  scripted.request.options.speculative.kind = DraftKind::prompt_lookup;
+  scripted.request.options.speculative.draft_tokens = 4;
+  scripted.request.options.speculative.confidence = false;
+  const auto plain = testing::run_alone(*runtime, options, without_speculation({scripted}));
+  std::vector<int> speculating;  // per step, while the request decodes
+  const auto speculated = testing::run_scripted(*runtime, options, {scripted}, nullptr,
+                                                [&speculating](const Scheduler& scheduler) {
+                                                  const auto counts = scheduler.counts();
+                                                  if (counts.decoding == 1)
+                                                    speculating.push_back(counts.speculating);
+                                                });
+  EXPECT_EQ(compare_traces(speculated[0], plain[0]), "");
+  // Speculating, then plain, then speculating again.
+  const auto plain_at = std::find(speculating.begin(), speculating.end(), 0);
+  ASSERT_NE(plain_at, speculating.end()) << "no plain stretch";
+  EXPECT_NE(std::find(speculating.begin(), plain_at, 1), plain_at) << "never speculated first";
+  EXPECT_NE(std::find(plain_at, speculating.end(), 1), speculating.end()) << "never resumed";
+  EXPECT_GT(speculated[0].result.stats.draft_accepted, 0);
+}
+
 TEST(SampledSpeculation, DistributesTokensAsPlainSampling) {
   constexpr int kRuns = 400;
   auto runtime = tiny_runtime("qwen2_q4", KernelMode::fast);
@@ -280,7 +321,7 @@ TEST(SampledSpeculation, DistributesTokensAsPlainSampling) {
       SCOPED_TRACE(sampling.name + ", " + draft_kind_name(kind));
       TextRequest request;
       request.prompt_ids = {5, 6, 7, 8, 9, 10, 5, 6, 7, 8, 9, 10, 5, 6, 7};
-      request.options.max_tokens = 3;
+      request.options.max_tokens = 5;
       request.options.sampler = sampling.sampler;
       request.options.penalties = sampling.penalties;
       Drafts none, drafts;

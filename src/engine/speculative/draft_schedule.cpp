@@ -214,7 +214,7 @@ void DraftSchedule::record_cost(int length, double seconds, int drafted, double 
     cost.seconds = cost.count == 0 ? sample : cost.seconds + kCostWeight * (sample - cost.seconds);
     cost.count += 1;
   };
-  update(verify_[std::clamp(length, 1, kMaxLength)], seconds);
+  if (seconds >= 0) update(verify_[std::clamp(length, 1, kMaxLength)], seconds);
   if (drafted >= 1 && first_seconds >= 0) update(first_draft_, first_seconds);
   if (drafted >= 2 && later_seconds >= 0) update(later_draft_, later_seconds / (drafted - 1));
 }

@@ -44,7 +44,7 @@ class DraftSchedule {
 
   // A verify of `length` tokens (1: a plain step) took `seconds`; of the
   // `drafted` tokens the first took `first_seconds` to draft and the others
-  // `later_seconds` together (negative: not measured).
+  // `later_seconds` together (negative: not measured, each of the three).
   void record_cost(int length, double seconds, int drafted, double first_seconds,
                    double later_seconds);
   // Of the verified drafts (their confidences), the first `accepted`

@@ -92,7 +92,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& sequence,
-                                        DraftSchedule* schedule) {
+                                        DraftSchedule* schedule, bool drafting_granted) {
   const auto& options = sequence.request().options;
   const int input = sequence.speculative_input();
   std::vector<int> context = sequence.history();
@@ -107,7 +107,8 @@ SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& s
   // the middle of the stream).
   const bool costly = options.speculative.kind == DraftKind::draft_model;
   const bool first_step = sequence.generated_tokens() == 0;
-  if (limit > 0 && (!schedule || !costly || first_step || schedule->worth_drafting(limit))) {
+  if (limit > 0 &&
+      (!schedule || !costly || first_step || drafting_granted || schedule->worth_drafting(limit))) {
     DraftMore more;
     if (schedule)
       more = [schedule, limit](const std::vector<float>& c) {
@@ -153,7 +154,10 @@ SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& s
                                         : judge_sampled(logprobs, drafts, sampler);
   const int accepted = verdict.accepted;
   if (schedule) {
-    schedule->record_cost(static_cast<int>(fed.size()), seconds_since(verify_start), drafted,
+    // A plain step here waits for its token; the sequence's plain steps
+    // that follow in the batched decode are timed there instead.
+    schedule->record_cost(static_cast<int>(fed.size()),
+                          proposed > 0 ? seconds_since(verify_start) : -1.0, drafted,
                           draft.first_seconds, draft.later_seconds);
     schedule->record_outcome(draft.confidence, accepted);
   }

@@ -33,7 +33,9 @@ struct SpeculativeStepOutcome {
 // The sequence has a draft source and its prompt prefilled (all but the
 // last token). `schedule` (confidence scheduling; null: a fixed number of
 // drafts) decides how many drafts to verify and learns from the outcome.
+// `drafting_granted`: the schedule was asked already whether a costly
+// source's drafts pay this step (and said yes).
 SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& sequence,
-                                        DraftSchedule* schedule);
+                                        DraftSchedule* schedule, bool drafting_granted = false);
 
 }  // namespace mlx_cpp
