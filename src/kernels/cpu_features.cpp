@@ -4,6 +4,11 @@
 #include <array>
 #include <atomic>
 #include <fstream>
+#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 namespace mlx_cpp::kernels {
 
@@ -42,49 +47,84 @@ IsaLevel allowed_from(Extension extension) {
   return IsaLevel::avx512_fp16;
 }
 
-bool detect_extension(Extension extension) {
+// The features the kernels look for, read from CPUID (and, for the AVX
+// registers, whether the OS saves them: XCR0) rather than through
+// __builtin_cpu_supports, whose feature names differ between compilers
+// and versions (clang 14 has no "avx512fp16").
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512vnni = false, avx512vbmi = false, avx512bf16 = false, avx512fp16 = false;
+};
+
+CpuFeatures read_cpu_features() {
+  CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  switch (extension) {
-    case Extension::vnni:
-      return __builtin_cpu_supports("avx512vnni");
-    case Extension::vbmi:
-      return __builtin_cpu_supports("avx512vbmi");
-    case Extension::bf16:
-      return __builtin_cpu_supports("avx512bf16");
-    case Extension::fp16:
-      return __builtin_cpu_supports("avx512fp16");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  const bool osxsave = ecx & (1u << 27), avx = ecx & (1u << 28);
+  const bool fma = ecx & (1u << 12), f16c = ecx & (1u << 29);
+  if (!osxsave || !avx) return f;
+  unsigned xcr0 = 0, xcr0_high = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
+  // SSE and AVX state; AVX-512 adds the opmask and both halves of ZMM.
+  const bool ymm_saved = (xcr0 & 0x6u) == 0x6u;
+  const bool zmm_saved = ymm_saved && (xcr0 & 0xe0u) == 0xe0u;
+  if (!ymm_saved) return f;
+  unsigned max_leaf = __get_cpuid_max(0, nullptr);
+  if (max_leaf < 7) return f;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  const unsigned leaf7_subleaves = eax;
+  f.avx2 = ebx & (1u << 5);
+  f.fma = fma;
+  f.f16c = f16c;
+  if (zmm_saved) {
+    f.avx512f = ebx & (1u << 16);
+    f.avx512dq = ebx & (1u << 17);
+    f.avx512bw = ebx & (1u << 30);
+    f.avx512vl = ebx & (1u << 31);
+    f.avx512vbmi = ecx & (1u << 1);
+    f.avx512vnni = ecx & (1u << 11);
+    f.avx512fp16 = edx & (1u << 23);
+    if (leaf7_subleaves >= 1) {
+      __cpuid_count(7, 1, eax, ebx, ecx, edx);
+      f.avx512bf16 = eax & (1u << 5);
+    }
   }
 #endif
-  (void)extension;
+  return f;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = read_cpu_features();
+  return features;
+}
+
+bool cpu_has(Extension extension) {
+  const auto& f = cpu_features();
+  switch (extension) {
+    case Extension::vnni:
+      return f.avx512vnni;
+    case Extension::vbmi:
+      return f.avx512vbmi;
+    case Extension::bf16:
+      return f.avx512bf16;
+    case Extension::fp16:
+      return f.avx512fp16;
+  }
   return false;
 }
 
-// Detected once: every quantized matmul call asks (kernel table choice).
-bool cpu_has(Extension extension) {
-  static const std::array<bool, 4> present = {
-      detect_extension(Extension::vnni), detect_extension(Extension::vbmi),
-      detect_extension(Extension::bf16), detect_extension(Extension::fp16)};
-  return present[static_cast<int>(extension)];
-}
-
 IsaLevel detect() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
-                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512dq");
+  const auto& f = cpu_features();
+  const bool avx2 = f.avx2 && f.fma && f.f16c;
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
   if (!avx2) return IsaLevel::scalar;
   if (!avx512) return IsaLevel::avx2;
   if (!cpu_has(Extension::vnni)) return IsaLevel::avx512;
   if (!cpu_has(Extension::bf16)) return IsaLevel::avx512_vnni;
   if (!cpu_has(Extension::fp16)) return IsaLevel::avx512_bf16;
   return IsaLevel::avx512_fp16;
-#else
-  return IsaLevel::scalar;
-#endif
 }
 
 std::atomic<int>& isa_limit() {
@@ -172,25 +212,21 @@ std::string cpu_model() {
 }
 
 std::vector<std::string> cpu_feature_names() {
+  const auto& f = cpu_features();
+  const std::pair<const char*, bool> features[] = {{"avx2", f.avx2},
+                                                   {"fma", f.fma},
+                                                   {"f16c", f.f16c},
+                                                   {"avx512f", f.avx512f},
+                                                   {"avx512bw", f.avx512bw},
+                                                   {"avx512vl", f.avx512vl},
+                                                   {"avx512dq", f.avx512dq},
+                                                   {"avx512vnni", f.avx512vnni},
+                                                   {"avx512vbmi", f.avx512vbmi},
+                                                   {"avx512bf16", f.avx512bf16},
+                                                   {"avx512fp16", f.avx512fp16}};
   std::vector<std::string> names;
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  // __builtin_cpu_supports needs string literals.
-#define MLX_CPP_FEATURE(name) \
-  if (__builtin_cpu_supports(name)) names.push_back(name);
-  MLX_CPP_FEATURE("avx2")
-  MLX_CPP_FEATURE("fma")
-  MLX_CPP_FEATURE("f16c")
-  MLX_CPP_FEATURE("avx512f")
-  MLX_CPP_FEATURE("avx512bw")
-  MLX_CPP_FEATURE("avx512vl")
-  MLX_CPP_FEATURE("avx512dq")
-  MLX_CPP_FEATURE("avx512vnni")
-  MLX_CPP_FEATURE("avx512vbmi")
-  MLX_CPP_FEATURE("avx512bf16")
-  MLX_CPP_FEATURE("avx512fp16")
-#undef MLX_CPP_FEATURE
-#endif
+  for (const auto& [name, present] : features)
+    if (present) names.push_back(name);
   return names;
 }
 
