@@ -109,6 +109,42 @@ TEST(DraftSchedule, DraftsWhereSeveralDraftsPayThoughOneAloneWouldNot) {
   EXPECT_TRUE(schedule.worth_another({0.95f}, 4));
 }
 
+TEST(DraftSchedule, TriesTheNextLongerVerifyUntilItIsTimed) {
+  DraftSchedule schedule(DraftKind::prompt_lookup, std::nullopt);
+  // First drafts always accepted; later ones never tried yet.
+  for (int i = 0; i < 200; ++i) schedule.record_outcome({4}, 1);
+  // A pipelined plain step costs 10 ms, a verify of two tokens 16 ms: the
+  // line through them would put a verify of nine at 58 ms.
+  for (int step = 0; step < 5; ++step) {
+    schedule.record_cost(1, 0.010, 0, -1, -1);
+    schedule.record_cost(2, 0.016, 0, -1, -1);
+  }
+  const std::vector<float> copy(8, 4.0f);
+  EXPECT_EQ(schedule.choose({4}), 1);   // no longer verify to try
+  EXPECT_EQ(schedule.choose(copy), 2);  // length 3 not timed yet
+  // Timed (its first sample is left out) at 17 ms, the line through 16 and
+  // 17 ms makes every draft pay.
+  schedule.record_cost(3, 0.017, 0, -1, -1);
+  EXPECT_EQ(schedule.choose(copy), 2);
+  schedule.record_cost(3, 0.017, 0, -1, -1);
+  schedule.record_outcome({4, 4}, 2);
+  schedule.record_outcome({4, 4}, 2);
+  EXPECT_EQ(schedule.choose(copy), 8);
+  // Once a verify of nine is timed and does not pay, the lengths between
+  // are estimated between the timed ones, and none is tried.
+  schedule.record_cost(9, 0.200, 0, -1, -1);
+  schedule.record_cost(9, 0.200, 0, -1, -1);
+  EXPECT_EQ(schedule.choose(copy), 2);
+  // Where no draft pays, nothing is tried.
+  DraftSchedule costly(DraftKind::prompt_lookup, std::nullopt);
+  for (int i = 0; i < 200; ++i) costly.record_outcome({4}, 0);
+  for (int step = 0; step < 5; ++step) {
+    costly.record_cost(1, 0.010, 0, -1, -1);
+    costly.record_cost(2, 0.016, 0, -1, -1);
+  }
+  EXPECT_EQ(costly.choose(copy), 0);
+}
+
 TEST(DraftSchedule, CountsOnlyTheDraftsTheVerifyJudged) {
   DraftSchedule schedule(DraftKind::draft_model, std::nullopt);
   // Accepted the first, rejected the second; the third was never judged.

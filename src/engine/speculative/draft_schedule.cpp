@@ -198,7 +198,17 @@ bool DraftSchedule::worth_another(const std::vector<float>& confidence, int limi
 
 int DraftSchedule::choose(const std::vector<float>& confidence) const {
   const auto rate = rates(acceptances_of(confidence), static_cast<int>(confidence.size()));
-  return static_cast<int>(std::max_element(rate.begin(), rate.end()) - rate.begin());
+  const int best = static_cast<int>(std::max_element(rate.begin(), rate.end()) - rate.begin());
+  // Where verifying pays, one draft more is verified where that length is
+  // longer than any timed: beyond them a cost is only extrapolated (from a
+  // plain step, which the pipelined decode makes cheaper than any verify,
+  // the line overstates it) and later drafts' acceptance may be only the
+  // prior, so without trying the schedule could never learn that it pays.
+  const int longer = best + 1;
+  if (best < 1 || longer >= static_cast<int>(rate.size()) || longer + 1 > kMaxLength) return best;
+  for (int length = longer + 1; length <= kMaxLength; ++length)
+    if (verify_[length].count >= 1) return best;
+  return longer;
 }
 
 void DraftSchedule::record_cost(int length, double seconds, int drafted, double first_seconds,

@@ -13,8 +13,10 @@
 // verifying one token is a plain decode step. The schedule takes the k
 // with the most tokens per second, k = 0 (plain decoding) when no draft
 // pays, so speculation switches itself off where it loses. Costs are
-// measured on every verify (an average per length; lengths not measured
-// yet are extrapolated from those that were). While it decodes plainly a
+// measured on every verify and plain step (an average per length; lengths
+// not measured yet are estimated from those that were, and where
+// verifying pays, one longer than any measured is tried).
+// While it decodes plainly a
 // draft model still drafts one step after kExploreEvery, then after twice
 // as many (up to kMaxExploreEvery), to notice when drafts pay again.
 #include <filesystem>
@@ -39,7 +41,9 @@ class DraftSchedule {
   bool worth_drafting(int limit);
   // Whether a source drafting token by token should draft one more.
   bool worth_another(const std::vector<float>& confidence, int limit) const;
-  // How many of the drafts to verify (0 .. confidence.size()).
+  // How many of the drafts to verify (0 .. confidence.size()): the most
+  // tokens per second, or one draft more where that verify is longer than
+  // any timed yet.
   int choose(const std::vector<float>& confidence) const;
 
   // A verify of `length` tokens (1: a plain step) took `seconds`; of the
