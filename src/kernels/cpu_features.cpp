@@ -6,6 +6,8 @@
 #include <fstream>
 #include <utility>
 
+#include "kernels/simd_target.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -109,8 +111,8 @@ bool cpu_has(Extension extension) {
       return f.avx512vbmi;
     case Extension::bf16:
       return f.avx512bf16;
-    case Extension::fp16:
-      return f.avx512fp16;
+    case Extension::fp16:  // only where its kernels are built
+      return f.avx512fp16 && MLX_CPP_AVX512_FP16_KERNELS;
   }
   return false;
 }

@@ -20,8 +20,6 @@ namespace mx = mlx::core;
 
 namespace {
 
-constexpr const char* kOp = "gather_quantized_matvec_fast";
-
 // For each flat position of `out_batch`, the flat position of `batch`
 // broadcast to it (size-1 axes repeat).
 std::vector<int64_t> broadcast_positions(const mx::Shape& batch, const mx::Shape& out_batch) {

@@ -4,9 +4,9 @@
 #include <immintrin.h>
 
 #include "kernels/expert_matvec.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace mlx_cpp::kernels::expert_matvec {
 namespace {
@@ -73,7 +73,7 @@ void rows_avx2(const Job& job, int first, int last) {
 
 }  // namespace mlx_cpp::kernels::expert_matvec
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 #else
 #include "kernels/expert_matvec.h"
 namespace mlx_cpp::kernels::expert_matvec {

@@ -4,11 +4,11 @@
 #include <immintrin.h>
 
 #include "kernels/expert_matvec.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+MLX_CPP_IGNORE_MAYBE_UNINITIALIZED
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 
 namespace mlx_cpp::kernels::expert_matvec {
 namespace {
@@ -71,7 +71,7 @@ void rows_avx512(const Job& job, int first, int last) {
 
 }  // namespace mlx_cpp::kernels::expert_matvec
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 #else
 #include "kernels/expert_matvec.h"
 namespace mlx_cpp::kernels::expert_matvec {

@@ -7,9 +7,9 @@
 #include <array>
 
 #include "kernels/packed_row_decoders.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+MLX_CPP_TARGET_BEGIN("avx2,fma")
 
 namespace mlx_cpp::kernels {
 namespace {
@@ -127,5 +127,5 @@ const PackedRowDecoders& avx2_packed_row_decoders() {
 
 }  // namespace mlx_cpp::kernels
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 #endif

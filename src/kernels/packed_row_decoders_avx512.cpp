@@ -8,11 +8,11 @@
 #include <array>
 
 #include "kernels/packed_row_decoders.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+MLX_CPP_IGNORE_MAYBE_UNINITIALIZED
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+MLX_CPP_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
 
 namespace mlx_cpp::kernels {
 namespace {
@@ -123,5 +123,5 @@ const PackedRowDecoders& avx512_packed_row_decoders() {
 
 }  // namespace mlx_cpp::kernels
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 #endif

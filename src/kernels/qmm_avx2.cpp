@@ -8,9 +8,9 @@
 #include <cstring>
 
 #include "kernels/qmm_kernels.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace mlx_cpp::kernels::qmm {
 namespace avx2 {
@@ -103,7 +103,7 @@ const IsaKernels& avx2_kernels() {
 
 }  // namespace mlx_cpp::kernels::qmm
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 
 #else  // not x86: the portable table stands in
 

@@ -24,9 +24,9 @@
 #include <cstring>
 
 #include "kernels/qmm_kernels.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace mlx_cpp::kernels::qmm {
 namespace {
@@ -236,6 +236,6 @@ void avx2_gemv_int16_q8(const Problem& p, int n_begin, int n_end) {
 
 }  // namespace mlx_cpp::kernels::qmm
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 
 #endif

@@ -25,9 +25,9 @@
 #include <cstring>
 
 #include "kernels/qmm_kernels.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace mlx_cpp::kernels::qmm {
 namespace {
@@ -58,7 +58,9 @@ void block_rows(const Problem& p, int block, int m0, float* result, int columns,
   const std::uint8_t* w = p.w + static_cast<std::size_t>(block) * (p.K / 4) * kUnitBytes;
   const std::size_t factors = static_cast<std::size_t>(block) * groups * kRowsPerBlock;
   const Int16RowsOfX<Rows> rows(p, m0, groups);
-  const auto &x = rows.values, &x_scale = rows.scales, &x_sum = rows.sums;
+  const auto& x = rows.values;
+  const auto& x_scale = rows.scales;
+  const auto& x_sum = rows.sums;
   __m256 total[Rows][2];
   for (int r = 0; r < Rows; ++r) total[r][0] = total[r][1] = _mm256_setzero_ps();
   for (int g = 0; g < groups; ++g) {
@@ -128,6 +130,6 @@ void avx2_gemv_int16_rows(const Problem& p, int n_begin, int n_end) {
 
 }  // namespace mlx_cpp::kernels::qmm
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 
 #endif

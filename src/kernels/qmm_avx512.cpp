@@ -11,14 +11,14 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/qmm_kernels.h"
+#include "kernels/simd_target.h"
 
 // GCC 12's AVX-512 intrinsics initialise vectors from themselves
 // (_mm512_undefined_*), which -Wmaybe-uninitialized reports as a false
 // positive once inlined; silenced for this file only.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+MLX_CPP_IGNORE_MAYBE_UNINITIALIZED
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 
 namespace mlx_cpp::kernels::qmm {
 namespace avx512 {
@@ -54,12 +54,14 @@ IsaKernels table_for(unsigned extensions) {
     table.prepare_x_half = prepare_x_bfloat16;
     table.half_name = "bfloat16";
   }
+#if MLX_CPP_AVX512_FP16_KERNELS
   // float16 products are the more precise where both exist.
   if (has(Extension::fp16)) {
     table.gemm_half = avx512_fp16_gemm;
     table.prepare_x_half = prepare_x_float16;
     table.half_name = "float16";
   }
+#endif
   return table;
 }
 
@@ -85,7 +87,7 @@ const IsaKernels& avx512_kernels() {
 
 }  // namespace mlx_cpp::kernels::qmm
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 
 #else  // not x86: the portable table stands in
 

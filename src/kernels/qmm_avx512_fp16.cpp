@@ -13,7 +13,9 @@
 // per panel (qmm_avx512_half_gemm.inc). Errors: float16 rounding of x and
 // w (2^-11 relative each) and of 32-term partial sums; the float32 tile
 // carries the rest.
-#if defined(__x86_64__) || defined(__i386__)
+#include "kernels/simd_target.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && MLX_CPP_AVX512_FP16_KERNELS
 #include <immintrin.h>
 
 #include <algorithm>
@@ -24,10 +26,9 @@
 
 #include "kernels/qmm_kernels.h"
 
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+MLX_CPP_IGNORE_MAYBE_UNINITIALIZED
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512fp16,avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512fp16,avx2,fma,f16c")
 
 namespace mlx_cpp::kernels::qmm {
 
@@ -142,6 +143,6 @@ void avx512_fp16_gemm(const Problem& p, int n_begin, int n_end) {
 
 }  // namespace mlx_cpp::kernels::qmm
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 
 #endif

@@ -28,11 +28,11 @@
 #include <cstdint>
 
 #include "kernels/qmm_kernels.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+MLX_CPP_IGNORE_MAYBE_UNINITIALIZED
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
 
 namespace mlx_cpp::kernels::qmm {
 
@@ -63,6 +63,6 @@ void avx512_vnni_gemv_int16_q8(const Problem& p, int n_begin, int n_end) {
 
 }  // namespace mlx_cpp::kernels::qmm
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 
 #endif

@@ -29,11 +29,11 @@
 #include <cstring>
 
 #include "kernels/qmm_kernels.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+MLX_CPP_IGNORE_MAYBE_UNINITIALIZED
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
 
 namespace mlx_cpp::kernels::qmm {
 
@@ -95,7 +95,9 @@ void block_rows(const Problem& p, int block, int m0, float* result, int columns,
   const std::uint8_t* w = p.w + static_cast<std::size_t>(block) * (p.K / 4) * kUnitBytes<Bits>;
   const std::size_t factors = static_cast<std::size_t>(block) * groups * kRowsPerBlock;
   const Int16RowsOfX<Rows> rows(p, m0, groups);
-  const auto &x = rows.values, &x_scale = rows.scales, &x_sum = rows.sums;
+  const auto& x = rows.values;
+  const auto& x_scale = rows.scales;
+  const auto& x_sum = rows.sums;
   __m512 total[Rows], bias_total[Rows];
   for (int r = 0; r < Rows; ++r) total[r] = bias_total[r] = _mm512_setzero_ps();
   for (int g = 0; g < groups; ++g) {
@@ -161,6 +163,6 @@ void avx512_vnni_gemv_int16_rows(const Problem& p, int n_begin, int n_end) {
 
 }  // namespace mlx_cpp::kernels::qmm
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 
 #endif

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/simd_target.h"
 #include "kernels/vector_ops.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace mlx_cpp::kernels {
 namespace avx2 {
@@ -34,7 +34,7 @@ const VectorOps& avx2_vector_ops() {
 
 }  // namespace mlx_cpp::kernels
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 
 #else  // not x86: the portable table stands in
 

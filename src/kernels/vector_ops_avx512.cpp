@@ -8,14 +8,14 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/simd_target.h"
 #include "kernels/vector_ops.h"
 
 // GCC 12's AVX-512 intrinsics initialise vectors from themselves, which
 // -Wmaybe-uninitialized reports as a false positive once inlined.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+MLX_CPP_IGNORE_MAYBE_UNINITIALIZED
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+MLX_CPP_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 
 namespace mlx_cpp::kernels {
 namespace avx512 {
@@ -38,7 +38,7 @@ const VectorOps& avx512_vector_ops() {
 
 }  // namespace mlx_cpp::kernels
 
-#pragma GCC pop_options
+MLX_CPP_TARGET_END
 
 #else  // not x86: the portable table stands in
 
