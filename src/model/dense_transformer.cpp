@@ -275,35 +275,47 @@ std::optional<mx::array> Attention::attend_consecutive_rows(const Heads& heads,
                                                             const LayerRows& rows) const {
   const int count = static_cast<int>(rows.batch.rows.size());
   if (!rows.batch.consecutive_positions || count < 2) return std::nullopt;
-  auto& cache = rows.cache(0);
-  if (cache.as_quantized() || cache.window() || !cache.storage()) return std::nullopt;
+  // Runs of rows that share a cache: [begin, end) each.
+  std::vector<std::pair<int, int>> runs;
   for (int b = 0; b < count; ++b) {
-    if (&rows.cache(b) != &cache || rows.masks[b].kind != AttentionMask::Kind::none ||
-        (rows.sliding && rows.batch.rows[b].ring_newest_first))
-      return std::nullopt;
+    if (b > 0 && &rows.cache(b) == &rows.cache(b - 1))
+      runs.back().second = b + 1;
+    else
+      runs.push_back({b, b + 1});
+  }
+  for (const auto& [begin, end] : runs) {
+    auto& cache = rows.cache(begin);
+    if (cache.as_quantized() || cache.window() || !cache.storage()) return std::nullopt;
+    for (int b = begin; b < end; ++b)
+      if (rows.masks[b].kind != AttentionMask::Kind::none ||
+          (rows.sliding && rows.batch.rows[b].ring_newest_first))
+        return std::nullopt;
   }
   // Written row by row, each write would copy the storage that the rows
   // before it still read (a verify of 4 tokens after 1,200 cost 2.1 plain
-  // steps on Qwen2.5-Coder-1.5B, 1.7 after 256): one write of every row's
+  // steps on Qwen2.5-Coder-1.5B, 1.7 after 256): one write of each run's
   // keys, then each row attends over the keys up to its own position, the
   // values its own decode step would read.
-  const int offset = cache.offset();
-  std::vector<mx::array> queries, keys, values;
-  for (int b = 0; b < count; ++b) {
-    auto prepared = prepare(row_of(heads.queries, b), row_of(heads.keys, b),
-                            row_of(heads.values, b), offset + b);
-    queries.push_back(prepared.queries);
-    keys.push_back(prepared.keys);
-    values.push_back(prepared.values);
-  }
-  auto [all_keys, all_values] =
-      cache.update_and_fetch(mx::concatenate(keys, 2), mx::concatenate(values, 2));
   std::vector<mx::array> attended;
-  for (int b = 0; b < count; ++b) {
-    const int seen = offset + b + 1;
-    attended.push_back(attend_fetched(queries[b], sequence_slice(all_keys, 0, seen),
-                                      sequence_slice(all_values, 0, seen), rows.masks[b],
-                                      offset + b));
+  for (const auto& [begin, end] : runs) {
+    auto& cache = rows.cache(begin);
+    const int offset = cache.offset();
+    std::vector<mx::array> queries, keys, values;
+    for (int b = begin; b < end; ++b) {
+      auto prepared = prepare(row_of(heads.queries, b), row_of(heads.keys, b),
+                              row_of(heads.values, b), offset + b - begin);
+      queries.push_back(prepared.queries);
+      keys.push_back(prepared.keys);
+      values.push_back(prepared.values);
+    }
+    auto [all_keys, all_values] =
+        cache.update_and_fetch(mx::concatenate(keys, 2), mx::concatenate(values, 2));
+    for (int b = begin; b < end; ++b) {
+      const int seen = offset + b - begin + 1;
+      attended.push_back(attend_fetched(queries[b - begin], sequence_slice(all_keys, 0, seen),
+                                        sequence_slice(all_values, 0, seen), rows.masks[b],
+                                        offset + b - begin));
+    }
   }
   return mx::concatenate(attended, 0);
 }

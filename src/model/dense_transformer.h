@@ -91,9 +91,10 @@ struct Attention {
   // no cache touched, where it does not apply.
   std::optional<mlx::core::array> attend_rows_at_once(const Heads& heads,
                                                       const LayerRows& rows) const;
-  // Consecutive tokens of one sequence (ForwardBatch::consecutive_positions)
-  // over their shared cache, written once for all of them; nullopt, with
-  // no cache touched, where the cache is not one in-order storage.
+  // Consecutive tokens of one or more sequences
+  // (ForwardBatch::consecutive_positions), each sequence's over its cache,
+  // written once for all of its rows; nullopt, with no cache touched, where
+  // a cache is not one in-order storage.
   std::optional<mlx::core::array> attend_consecutive_rows(const Heads& heads,
                                                           const LayerRows& rows) const;
   // One sequence's one new token on the GPU's fast path, over its cache's

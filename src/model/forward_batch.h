@@ -28,11 +28,12 @@ struct BatchRow {
 
 struct ForwardBatch {
   std::vector<BatchRow> rows;
-  // The rows are consecutive tokens of one sequence, every row's caches
-  // the same list: row b attends over the keys of the rows before it, as
-  // if each token were decoded on a step of its own (same kernels, same
-  // order), so each row's logits are the ones plain decoding gives.
-  // Speculative decoding verifies its drafts this way.
+  // Rows that share a cache list are consecutive tokens of one sequence,
+  // in order, and next to each other: row b attends over the keys of the
+  // rows of its sequence before it, as if each token were decoded on a
+  // step of its own (same kernels, same order), so each row's logits are
+  // the ones plain decoding gives. Speculative decoding verifies drafts
+  // this way, several sequences' in one forward.
   bool consecutive_positions = false;
 };
 

@@ -91,15 +91,17 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& sequence,
-                                        DraftSchedule* schedule, bool drafting_granted) {
+DraftedStep draft_step(const ModelRuntime& runtime, Sequence& sequence, DraftSchedule* schedule,
+                       bool drafting_granted) {
   const auto& options = sequence.request().options;
+  DraftedStep step;
+  step.sequence = &sequence;
+  step.schedule = schedule;
   const int input = sequence.speculative_input();
-  std::vector<int> context = sequence.history();
-  context.push_back(input);
+  step.context = sequence.history();
+  step.context.push_back(input);
   const int left = options.max_tokens - sequence.generated_tokens();
   const int limit = std::max(0, std::min(options.speculative.draft_tokens, left));
-  Draft draft;
   // Prompt lookup costs nothing to ask; a draft model is asked only when
   // its drafts are likely to pay, and always at the first step, which
   // reads the prompt into it before the first token (an exploring draft
@@ -114,31 +116,43 @@ SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& s
       more = [schedule, limit](const std::vector<float>& c) {
         return schedule->worth_another(c, limit);
       };
-    draft = sequence.draft_source()->propose(context, limit, more);
+    step.draft = sequence.draft_source()->propose(step.context, limit, more);
   }
-  const int drafted = static_cast<int>(draft.tokens.size());
+  step.drafted = static_cast<int>(step.draft.tokens.size());
   if (schedule) {
-    const int chosen = schedule->choose(draft.confidence);
-    draft.tokens.resize(chosen);
-    draft.confidence.resize(chosen);
+    const int chosen = schedule->choose(step.draft.confidence);
+    step.draft.tokens.resize(chosen);
+    step.draft.confidence.resize(chosen);
   }
-  const auto& drafts = draft.tokens;
-  const int proposed = static_cast<int>(drafts.size());
-
-  std::vector<int> fed{input};
-  fed.insert(fed.end(), drafts.begin(), drafts.end());
+  step.fed.push_back(input);
+  step.fed.insert(step.fed.end(), step.draft.tokens.begin(), step.draft.tokens.end());
   auto& caches = sequence.caches();
-  const bool trimmable = trimmable_after(caches, static_cast<int>(fed.size()));
-  std::optional<CacheList> snapshot;
-  if (!trimmable) snapshot = clone_cache_list(caches);
+  const bool trimmable = trimmable_after(caches, static_cast<int>(step.fed.size()));
+  if (!trimmable) step.snapshot = clone_cache_list(caches);
   // The fast path (and caches that must be snapshotted) verify position by
   // position; the stock path as mlx-lm does. One token alone is a plain
   // step (on the fast path the fused one, with the same logits).
-  const bool stepwise = (runtime.kernels() == KernelMode::fast || !trimmable) && fed.size() > 1;
-  const auto verify_start = std::chrono::steady_clock::now();
-  auto logits = forward_tokens(runtime.model(), fed, caches, stepwise, options.adapters.get());
-  apply_kv_cache_scheme(caches, options.kv_cache);
+  step.stepwise = (runtime.kernels() == KernelMode::fast || !trimmable) && step.fed.size() > 1;
+  return step;
+}
 
+mx::array verify_forward(const ModelRuntime& runtime, DraftedStep& step) {
+  auto& sequence = *step.sequence;
+  const auto& options = sequence.request().options;
+  auto logits = forward_tokens(runtime.model(), step.fed, sequence.caches(), step.stepwise,
+                               options.adapters.get());
+  apply_kv_cache_scheme(sequence.caches(), options.kv_cache);
+  return logits;
+}
+
+SpeculativeStepOutcome finish_step(const ModelRuntime& runtime, DraftedStep& step,
+                                   const mx::array& logits, double forward_seconds) {
+  const auto judge_start = std::chrono::steady_clock::now();
+  auto& sequence = *step.sequence;
+  const auto& options = sequence.request().options;
+  const auto& drafts = step.draft.tokens;
+  const int proposed = static_cast<int>(drafts.size());
+  auto& context = step.context;
   std::vector<mx::array> logprobs;
   for (int i = 0; i <= proposed; ++i) {
     auto row = row_of(logits, i);
@@ -153,20 +167,21 @@ SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& s
   const auto verdict = sampler.greedy() ? judge_greedy(logprobs, drafts, sampler)
                                         : judge_sampled(logprobs, drafts, sampler);
   const int accepted = verdict.accepted;
-  if (schedule) {
+  if (auto* schedule = step.schedule) {
     // A plain step here waits for its token; the sequence's plain steps
     // that follow in the batched decode are timed there instead.
-    schedule->record_cost(static_cast<int>(fed.size()),
-                          proposed > 0 ? seconds_since(verify_start) : -1.0, drafted,
-                          draft.first_seconds, draft.later_seconds);
-    schedule->record_outcome(draft.confidence, accepted);
+    const double verify_seconds = forward_seconds + seconds_since(judge_start);
+    schedule->record_cost(static_cast<int>(step.fed.size()), proposed > 0 ? verify_seconds : -1.0,
+                          step.drafted, step.draft.first_seconds, step.draft.later_seconds);
+    schedule->record_outcome(step.draft.confidence, accepted);
   }
 
+  auto& caches = sequence.caches();
   if (accepted < proposed) {
-    if (snapshot) {
-      caches = std::move(*snapshot);
-      forward_tokens(runtime.model(), {fed.begin(), fed.begin() + 1 + accepted}, caches, true,
-                     options.adapters.get());
+    if (step.snapshot) {
+      caches = std::move(*step.snapshot);
+      forward_tokens(runtime.model(), {step.fed.begin(), step.fed.begin() + 1 + accepted}, caches,
+                     true, options.adapters.get());
       apply_kv_cache_scheme(caches, options.kv_cache);
       evaluate_cache_state(caches);
     } else {
@@ -184,6 +199,15 @@ SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& s
   }
   return {sequence.deliver_token(verdict.next, mx::squeeze(logprobs[accepted], 0), /*fed=*/false),
           proposed};
+}
+
+SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& sequence,
+                                        DraftSchedule* schedule, bool drafting_granted) {
+  auto step = draft_step(runtime, sequence, schedule, drafting_granted);
+  const auto verify_start = std::chrono::steady_clock::now();
+  auto logits = verify_forward(runtime, step);
+  mx::eval(logits);
+  return finish_step(runtime, step, logits, seconds_since(verify_start));
 }
 
 }  // namespace mlx_cpp

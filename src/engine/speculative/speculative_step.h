@@ -19,9 +19,13 @@
 // Caches that could not be trimmed after the verify (a sliding window
 // about to wrap) are snapshotted before it; a rejection restores the
 // snapshot and feeds the accepted tokens again.
+#include <optional>
+#include <vector>
+
 #include "engine/model_runtime.h"
 #include "engine/sequence.h"
 #include "engine/speculative/draft_schedule.h"
+#include "engine/speculative/draft_source.h"
 
 namespace mlx_cpp {
 
@@ -30,9 +34,34 @@ struct SpeculativeStepOutcome {
   int verified_drafts = 0;  // 0: the step was a plain decode step
 };
 
-// The sequence has a draft source and its prompt prefilled (all but the
-// last token). `schedule` (confidence scheduling; null: a fixed number of
-// drafts) decides how many drafts to verify and learns from the outcome.
+// A step in three stages: draft_step proposes and chooses the
+// drafts (and snapshots caches that could not be trimmed after them),
+// verify_forward builds the target's forward of the input and drafts, and
+// finish_step judges them from that forward's logits [fed, vocab], rolls
+// the caches back past the first rejection and delivers the tokens.
+struct DraftedStep {
+  Sequence* sequence = nullptr;
+  DraftSchedule* schedule = nullptr;
+  std::vector<int> context;  // the history and the input
+  Draft draft;               // the drafts chosen for the verify
+  int drafted = 0;           // drafts the source made (the chosen and the rest)
+  std::vector<int> fed;      // the input, then the drafts
+  std::optional<CacheList> snapshot;
+  // Verified position by position (ForwardBatch::consecutive_positions).
+  bool stepwise = false;
+};
+
+DraftedStep draft_step(const ModelRuntime& runtime, Sequence& sequence, DraftSchedule* schedule,
+                       bool drafting_granted);
+mlx::core::array verify_forward(const ModelRuntime& runtime, DraftedStep& step);
+// `forward_seconds`: the forward's share of time (the schedule adds the
+// judging and learns the verify's cost from their sum).
+SpeculativeStepOutcome finish_step(const ModelRuntime& runtime, DraftedStep& step,
+                                   const mlx::core::array& logits, double forward_seconds);
+
+// All three stages for one sequence. The sequence has a draft source and
+// its prompt prefilled (all but the last token). `schedule` (confidence scheduling; null: a fixed
+// number of drafts) decides how many drafts to verify and learns from the outcome.
 // `drafting_granted`: the schedule was asked already whether a costly
 // source's drafts pay this step (and said yes).
 SpeculativeStepOutcome speculative_step(const ModelRuntime& runtime, Sequence& sequence,
