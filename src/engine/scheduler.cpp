@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "engine/cached_prompt.h"
 #include "engine/speculative/draft_model_source.h"
@@ -145,6 +146,7 @@ SchedulerCounts Scheduler::counts() const {
   counts.prefilling = static_cast<int>(prefilling_.size());
   counts.decoding = static_cast<int>(decoding_.size() + speculating_.size());
   counts.speculating = static_cast<int>(speculating_.size());
+  counts.shared_verifies = shared_verifies_;
   for (const auto* list : {&prefilling_, &decoding_, &speculating_})
     for (const auto& sequence : *list) counts.kv_bytes += cache_list_bytes(sequence->caches());
   counts.kv_reserved_bytes = reserved_bytes_;
@@ -382,11 +384,49 @@ void Scheduler::prefill(std::vector<std::unique_ptr<Sequence>>& rows) {
 void Scheduler::speculate(std::vector<std::unique_ptr<Sequence>> resumed) {
   const std::size_t before = speculating_.size();
   for (auto& sequence : resumed) speculating_.push_back(std::move(sequence));
+  // Every sequence drafts first (a resumed one's schedule was just asked
+  // whether drafting pays). On the fast path the verifies that go position
+  // by position then run in one forward, each weight read once for all
+  // their rows; the others verify alone.
+  std::vector<DraftedStep> steps;
+  steps.reserve(speculating_.size());
   for (std::size_t i = 0; i < speculating_.size(); ++i) {
+    auto& sequence = *speculating_[i];
+    steps.push_back(draft_step(runtime_, sequence,
+                               schedule_for(sequence.request().options.speculative), i >= before));
+  }
+  std::vector<std::optional<mx::array>> logits(steps.size());
+  std::vector<double> forward_seconds(steps.size(), 0.0);
+  std::vector<DraftedStep*> together;
+  if (runtime_.kernels() == KernelMode::fast)
+    for (auto& step : steps)
+      if (step.stepwise) together.push_back(&step);
+  if (together.size() >= 2) {
+    const auto start = std::chrono::steady_clock::now();
+    auto rows = verify_forward_together(runtime_, together);
+    mx::eval(rows);
+    ++shared_verifies_;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::size_t total_rows = 0;
+    for (const auto* step : together) total_rows += step->fed.size();
+    for (std::size_t j = 0; j < together.size(); ++j) {
+      const std::size_t i = static_cast<std::size_t>(together[j] - steps.data());
+      logits[i] = std::move(rows[j]);
+      // Each verify's share of the forward, by its rows.
+      forward_seconds[i] = seconds * together[j]->fed.size() / total_rows;
+    }
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
     auto& sequence = speculating_[i];
-    auto* schedule = schedule_for(sequence->request().options.speculative);
-    // A resumed sequence's schedule was just asked whether drafting pays.
-    const auto outcome = speculative_step(runtime_, *sequence, schedule, i >= before);
+    if (!logits[i]) {
+      const auto start = std::chrono::steady_clock::now();
+      logits[i] = verify_forward(runtime_, steps[i]);
+      mx::eval(*logits[i]);
+      forward_seconds[i] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    const auto outcome = finish_step(runtime_, steps[i], *logits[i], forward_seconds[i]);
     if (!outcome.goes_on) {
       retire(std::move(sequence));
     } else if (outcome.verified_drafts == 0) {

@@ -54,6 +54,8 @@ struct SchedulerCounts {
   // Of the decoding, those taking speculative steps now (the others of
   // speculating requests decode plainly until their drafts pay again).
   int speculating = 0;
+  // Since start: forwards that verified several sequences' drafts at once.
+  long long shared_verifies = 0;
   std::size_t kv_bytes = 0;           // caches of running sequences, as held now
   std::size_t kv_reserved_bytes = 0;  // what they may grow to (prompt + max_tokens)
   std::size_t memory_budget = 0, weight_bytes = 0;
@@ -158,6 +160,7 @@ class Scheduler {
   // Decoding by speculative steps, each on its own (engine/speculative/);
   // between steps that verify no drafts, they decode plainly in decoding_.
   std::vector<std::unique_ptr<Sequence>> speculating_;
+  long long shared_verifies_ = 0;
   std::map<DraftKind, std::unique_ptr<DraftSchedule>> schedules_;
   // Before the prefix cache, which hands it entries while it lives.
   std::unique_ptr<SsdCache> ssd_cache_;

@@ -86,6 +86,9 @@ std::string Metrics::render(const EngineLoad& load) const {
   gauge("mlx_cpp_sequences_decoding", "Sequences generating.", s.decoding);
   gauge("mlx_cpp_sequences_speculating", "Of those generating, sequences taking speculative steps.",
         s.speculating);
+  family(out, "mlx_cpp_speculative_shared_verifies_total", "counter",
+         "Forwards that verified several speculating sequences' drafts at once.");
+  out << "mlx_cpp_speculative_shared_verifies_total " << s.shared_verifies << '\n';
   gauge("mlx_cpp_memory_budget_bytes", "Memory budget (0: none).", s.memory_budget);
   gauge("mlx_cpp_weight_bytes", "Bytes of model weights.", s.weight_bytes);
   gauge("mlx_cpp_adapter_bytes", "Bytes of mounted adapters.", s.resident_bytes);

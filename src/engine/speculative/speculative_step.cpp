@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
 namespace mlx_cpp {
 namespace mx = mlx::core;
@@ -143,6 +144,36 @@ mx::array verify_forward(const ModelRuntime& runtime, DraftedStep& step) {
                                options.adapters.get());
   apply_kv_cache_scheme(sequence.caches(), options.kv_cache);
   return logits;
+}
+
+std::vector<mx::array> verify_forward_together(const ModelRuntime& runtime,
+                                               const std::vector<DraftedStep*>& steps) {
+  ForwardBatch batch;
+  batch.consecutive_positions = true;
+  std::vector<int> tokens;
+  for (const auto* step : steps) {
+    if (!step->stepwise) throw std::logic_error("verified together: stepwise verifies only");
+    auto& sequence = *step->sequence;
+    for (int token : step->fed) {
+      tokens.push_back(token);
+      batch.rows.push_back(
+          BatchRow{&sequence.caches(), std::nullopt, sequence.request().options.adapters.get()});
+    }
+  }
+  const int rows = static_cast<int>(tokens.size());
+  auto logits =
+      runtime.model().forward_batch(mx::array(tokens.data(), {rows, 1}, mx::int32), batch);
+  logits = mx::reshape(logits, {rows, logits.shape(2)});
+  std::vector<mx::array> per_step;
+  int at = 0;
+  for (const auto* step : steps) {
+    auto& sequence = *step->sequence;
+    apply_kv_cache_scheme(sequence.caches(), sequence.request().options.kv_cache);
+    const int length = static_cast<int>(step->fed.size());
+    per_step.push_back(mx::slice(logits, {at, 0}, {at + length, logits.shape(1)}));
+    at += length;
+  }
+  return per_step;
 }
 
 SpeculativeStepOutcome finish_step(const ModelRuntime& runtime, DraftedStep& step,

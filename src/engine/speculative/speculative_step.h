@@ -34,7 +34,8 @@ struct SpeculativeStepOutcome {
   int verified_drafts = 0;  // 0: the step was a plain decode step
 };
 
-// A step in three stages: draft_step proposes and chooses the
+// A step in three stages, so that a scheduler can verify several
+// sequences' drafts in one forward: draft_step proposes and chooses the
 // drafts (and snapshots caches that could not be trimmed after them),
 // verify_forward builds the target's forward of the input and drafts, and
 // finish_step judges them from that forward's logits [fed, vocab], rolls
@@ -54,6 +55,12 @@ struct DraftedStep {
 DraftedStep draft_step(const ModelRuntime& runtime, Sequence& sequence, DraftSchedule* schedule,
                        bool drafting_granted);
 mlx::core::array verify_forward(const ModelRuntime& runtime, DraftedStep& step);
+// Several stepwise verifies (step.stepwise) in one forward, each
+// sequence's rows in its own caches: per step, the logits verify_forward
+// gives it alone, bit for bit where the kernels are batch-invariant (the
+// fast path on the CPU), while each weight is read once for all rows.
+std::vector<mlx::core::array> verify_forward_together(const ModelRuntime& runtime,
+                                                      const std::vector<DraftedStep*>& steps);
 // `forward_seconds`: the forward's share of time (the schedule adds the
 // judging and learns the verify's cost from their sum).
 SpeculativeStepOutcome finish_step(const ModelRuntime& runtime, DraftedStep& step,
