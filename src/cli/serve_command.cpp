@@ -261,6 +261,10 @@ void register_serve_command(CLI::App& app) {
                    "Prompt tokens per sequence per step (0: the kernels' default)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  command->add_flag_callback(
+      "--no-shared-verify", [args] { args->scheduling.shared_verifies = false; },
+      "Verify each speculating sequence's drafts in a forward of its own (to compare with "
+      "the default: one forward for all of a step's verifies)");
   command
       ->add_option("--memory-budget", args->memory_budget,
                    "Bytes for weights and caches; requests are capped or refused to fit "

@@ -401,7 +401,7 @@ void Scheduler::speculate(std::vector<std::unique_ptr<Sequence>> resumed) {
   if (runtime_.kernels() == KernelMode::fast)
     for (auto& step : steps)
       if (step.stepwise) together.push_back(&step);
-  if (together.size() >= 2) {
+  if (together.size() >= 2 && options_.shared_verifies) {
     const auto start = std::chrono::steady_clock::now();
     auto rows = verify_forward_together(runtime_, together);
     mx::eval(rows);

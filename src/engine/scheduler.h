@@ -46,6 +46,9 @@ struct SchedulerOptions {
   // Confidence-scheduled speculation keeps what it learned (acceptance per
   // confidence, costs on this machine) beside the model cache.
   bool keep_draft_calibration = false;
+  // On the fast path the verifies of sequences speculating at one step run
+  // in one forward; false: each in a forward of its own (to compare).
+  bool shared_verifies = true;
 };
 
 // A snapshot for /stats and tests.
