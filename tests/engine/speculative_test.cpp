@@ -313,21 +313,56 @@ TEST(SpeculativeModes, PlainStretchesGoThroughTheBatchedDecodeAndDraftingResumes
   EXPECT_GT(speculated[0].result.stats.draft_accepted, 0);
 }
 
+// Several sequences speculating at once verify in one forward, or, with
+// shared_verifies off, each in its own; both give plain decoding's tokens
+// and logprobs.
+TEST(SpeculativeModes, SharedVerifiesCanBeTurnedOff) {
+  auto runtime = tiny_runtime("apertus_q4", KernelMode::fast);
+  SchedulerOptions options;
+  options.prefill_chunk = 8;
+  std::vector<ScriptedRequest> requests;
+  for (int shift : {0, 1, 2}) {
+    ScriptedRequest scripted;
+    for (int id : {5, 6, 7, 8, 9, 10, 5, 6, 7, 8, 9, 10, 5, 6, 7})
+      scripted.request.prompt_ids.push_back(id + shift);
+    scripted.request.options.max_tokens = 24;
+    scripted.request.options.speculative.kind = DraftKind::prompt_lookup;
+    scripted.request.options.speculative.draft_tokens = 3;
+    scripted.request.options.speculative.confidence = false;
+    requests.push_back(std::move(scripted));
+  }
+  const auto plain = testing::run_alone(*runtime, options, without_speculation(requests));
+  for (bool shared : {true, false}) {
+    SCOPED_TRACE(shared ? "shared verifies" : "a forward per verify");
+    options.shared_verifies = shared;
+    Scheduler scheduler(*runtime, options);
+    const auto speculated = testing::run_scripted(*runtime, options, requests, &scheduler);
+    for (std::size_t i = 0; i < requests.size(); ++i)
+      EXPECT_EQ(compare_traces(speculated[i], plain[i]), "") << "request " << i;
+    EXPECT_GT(drafts_of(speculated).accepted, 0);
+    if (shared)
+      EXPECT_GT(scheduler.counts().shared_verifies, 0);
+    else
+      EXPECT_EQ(scheduler.counts().shared_verifies, 0);
+  }
+}
+
 TEST(SampledSpeculation, DistributesTokensAsPlainSampling) {
   constexpr int kRuns = 400;
   auto runtime = tiny_runtime("qwen2_q4", KernelMode::fast);
   auto draft = tiny_runtime(draft_for("qwen2_q4"), KernelMode::fast);
   Scheduler scheduler(*runtime, {}, draft.get());
   for (const auto& sampling : sampling_cases()) {
+    TextRequest request;
+    request.prompt_ids = {5, 6, 7, 8, 9, 10, 5, 6, 7, 8, 9, 10, 5, 6, 7};
+    request.options.max_tokens = 5;
+    request.options.sampler = sampling.sampler;
+    request.options.penalties = sampling.penalties;
+    Drafts none;
+    const auto plain = outcomes(scheduler, *runtime, request, kRuns, none);
     for (auto kind : {DraftKind::prompt_lookup, DraftKind::draft_model}) {
       SCOPED_TRACE(sampling.name + ", " + draft_kind_name(kind));
-      TextRequest request;
-      request.prompt_ids = {5, 6, 7, 8, 9, 10, 5, 6, 7, 8, 9, 10, 5, 6, 7};
-      request.options.max_tokens = 5;
-      request.options.sampler = sampling.sampler;
-      request.options.penalties = sampling.penalties;
-      Drafts none, drafts;
-      const auto plain = outcomes(scheduler, *runtime, request, kRuns, none);
+      Drafts drafts;
       request.options.speculative.kind = kind;
       request.options.speculative.draft_tokens = 2;
       request.options.speculative.confidence = false;
