@@ -138,7 +138,7 @@ void WeightStore::split_rows(const std::string& fused,
       auto rows_of_part = mx::slice(grouped, begin, stop);
       if (groups > 1) rows_of_part = mx::contiguous(rows_of_part);
       auto same = std::find_if(pieces.begin(), pieces.end(),
-                               [&](const auto& piece) { return piece.first == part; });
+                               [&part = part](const auto& piece) { return piece.first == part; });
       if (same == pieces.end()) same = pieces.insert(pieces.end(), {part, {}});
       same->second.push_back(mx::reshape(rows_of_part, part_shape));
       start += rows;

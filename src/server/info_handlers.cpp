@@ -19,7 +19,7 @@ nlohmann::ordered_json model_entry(const EngineThread& engine, const ServerConfi
   entry["architecture"] = info->architecture;
   // What a request's "speculative" field may name here, and what it gets
   // when it names nothing (clients such as the web page offer the choice).
-  nlohmann::ordered_json sources = {draft_kind_name(DraftKind::prompt_lookup)};
+  auto sources = nlohmann::ordered_json::array({draft_kind_name(DraftKind::prompt_lookup)});
   if (info->draft_model) sources.push_back(draft_kind_name(DraftKind::draft_model));
   entry["speculative"] = {{"sources", sources},
                           {"default", draft_kind_name(info->defaults.speculative.kind)}};
@@ -86,7 +86,9 @@ void handle_models(RouteContext& context, const httplib::Request& request,
                      "model", "model_not_found");
     return set_json(response, 200, model_entry(context.engine, context.config));
   }
-  nlohmann::ordered_json data = {model_entry(context.engine, context.config)};
+  // (array(): braces around one JSON value copy it under clang, C++'s
+  // rules for a one-element list, where GCC makes a list of it.)
+  auto data = nlohmann::ordered_json::array({model_entry(context.engine, context.config)});
   for (const auto& name : adapters) data.push_back(adapter_model_entry(context.engine, name));
   set_json(response, 200, {{"object", "list"}, {"data", data}});
 }
