@@ -21,6 +21,9 @@ file(GLOB_RECURSE xgrammar_sources CONFIGURE_DEPENDS "${xgrammar_sdist_SOURCE_DI
 list(FILTER xgrammar_sources EXCLUDE REGEX "/cpp/(tvm_ffi|nanobind)/")
 add_library(xgrammar STATIC ${xgrammar_sources})
 target_compile_features(xgrammar PUBLIC cxx_std_17)
+# It is written for C++17: built as C++20, clang 14 rejects two of its files
+# (a variant of a type still incomplete where C++20's library checks it).
+set_target_properties(xgrammar PROPERTIES CXX_STANDARD 17)
 target_include_directories(xgrammar SYSTEM PUBLIC "${xgrammar_sdist_SOURCE_DIR}/include"
   "${xgrammar_sdist_SOURCE_DIR}/3rdparty/picojson"
   "${xgrammar_sdist_SOURCE_DIR}/3rdparty/dlpack/include")
