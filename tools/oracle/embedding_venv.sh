@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The embedding oracle's venv (deps/embedding-oracle.txt: sentence-transformers
 # on PyTorch, several GB, so kept out of .venv) under the build directory,
-# made once per pin set. scripts/test makes it while the build compiles
-# (it is mostly download); embedding_goldens.sh makes it where it is missing.
+# made once per pin set (embedding_goldens.sh asks for it).
 #
 # usage: embedding_venv.sh BUILD_DIR   (prints the venv's path)
 set -euo pipefail
