@@ -1,8 +1,8 @@
 // A GGUF file: header, metadata and tensor table parsed, every tensor's
 // bytes located; then the converter's front end on it: the architecture,
 // the config.json it implies, each tensor's Hugging Face name and the
-// tokenizer files synthesized from its vocabulary, written as JSON. Every failure must be
-// an Error.
+// tokenizer files synthesized from its vocabulary, written as JSON. Every
+// failure must be an Error.
 #include <cstddef>
 #include <cstdint>
 
