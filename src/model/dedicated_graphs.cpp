@@ -1,5 +1,6 @@
 #include "model/dedicated_graphs.h"
 
+#include "model/architectures.h"
 #include "model/gemma4_config.h"
 #include "model/gemma4_text.h"
 #include "model/weight_store.h"
@@ -56,6 +57,12 @@ const DedicatedGraph* find_dedicated_graph(const std::string& model_type) {
   for (const auto& graph : graphs())
     if (graph.model_type == model_type) return &graph;
   return nullptr;
+}
+
+const DedicatedGraph* dedicated_graph_of(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
+    return nullptr;
+  return find_dedicated_graph(remap_model_type(config["model_type"].get<std::string>()));
 }
 
 std::vector<std::string> dedicated_model_types() {

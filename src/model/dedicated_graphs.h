@@ -34,6 +34,10 @@ struct DedicatedGraph {
 // The dedicated graph of a model_type (after mlx-lm's remapping), or null.
 const DedicatedGraph* find_dedicated_graph(const std::string& model_type);
 
+// The registry's first tier for a config.json: its model_type's (after
+// mlx-lm's remapping) dedicated graph, or null (no string model_type too).
+const DedicatedGraph* dedicated_graph_of(const nlohmann::json& config);
+
 std::vector<std::string> dedicated_model_types();
 
 }  // namespace mlx_cpp

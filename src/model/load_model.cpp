@@ -23,13 +23,6 @@ std::vector<int> eos_ids(const nlohmann::json& config) {
   return ids;
 }
 
-// The registry's first tier: the model_type's dedicated graph, or null.
-const DedicatedGraph* dedicated_graph_of(const nlohmann::json& config) {
-  if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
-    return nullptr;
-  return find_dedicated_graph(remap_model_type(config["model_type"].get<std::string>()));
-}
-
 // The descriptor table's spec on the generic graph, its renames and splits
 // applied to the tensors first.
 std::unique_ptr<LanguageModel> build_generic_model(TransformerSpec spec, WeightStore& weights,

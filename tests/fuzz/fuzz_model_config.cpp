@@ -4,7 +4,6 @@
 // built, and its quantization block read. Every failure must be an Error.
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "fuzz_input_file.h"
 #include "io/error.h"
@@ -18,11 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto path = mlx_cpp::fuzzing::write_input("config.json", data, size);
   try {
     const auto config = mlx_cpp::read_model_config(path.parent_path());
-    const mlx_cpp::DedicatedGraph* dedicated = nullptr;
-    if (config.contains("model_type") && config["model_type"].is_string())
-      dedicated = mlx_cpp::find_dedicated_graph(
-          mlx_cpp::remap_model_type(config["model_type"].get<std::string>()));
-    if (dedicated)
+    if (const auto* dedicated = mlx_cpp::dedicated_graph_of(config))
       (void)dedicated->describe(mlx_cpp::ConfigReader(config));
     else
       (void)mlx_cpp::build_transformer_spec(config);
