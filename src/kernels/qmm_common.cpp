@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/qmm_kernels.h"
+#include "kernels/vector_ops.h"
 
 namespace mlx_cpp::kernels::qmm {
 
@@ -129,6 +130,8 @@ int int16_scale_stride(int k_padded, int group_size) {
 void quantize_activations_int16(const float* x, int M, int K, int group_size, int k_padded,
                                 bool even_odd, std::int16_t* x_i16, float* x_i16_scales) {
   const int stride = int16_scale_stride(k_padded, group_size);
+  const auto& ops = vector_ops();
+  std::vector<std::int16_t> natural(even_odd ? group_size : 0);
   for (int m = 0; m < M; ++m) {
     const float* row = x + static_cast<std::size_t>(m) * K;
     float* scales = x_i16_scales + static_cast<std::size_t>(m) * stride;
@@ -136,16 +139,13 @@ void quantize_activations_int16(const float* x, int M, int K, int group_size, in
     std::fill(scales, scales + stride, 0.0f);
     std::fill(out, out + k_padded, std::int16_t{0});
     for (int g = 0; g * group_size < K; ++g) {
-      const float* block = row + g * group_size;
-      float amax = 0.0f;
-      for (int i = 0; i < group_size; ++i) amax = std::max(amax, std::fabs(block[i]));
-      scales[g] = amax / 32767.0f;
-      const float inverse = amax > 0.0f ? 32767.0f / amax : 0.0f;
-      for (int i = 0; i < group_size; ++i) {
-        const long rounded = std::clamp(std::lrintf(block[i] * inverse), -32767L, 32767L);
-        const int k = g * group_size + i;
-        out[even_odd ? even_odd_position(k) : k] = static_cast<std::int16_t>(rounded);
+      const int k0 = g * group_size;
+      if (!even_odd) {
+        scales[g] = ops.quantize_int16(row + k0, group_size, out + k0);
+        continue;
       }
+      scales[g] = ops.quantize_int16(row + k0, group_size, natural.data());
+      for (int i = 0; i < group_size; ++i) out[even_odd_position(k0 + i)] = natural[i];
     }
   }
 }

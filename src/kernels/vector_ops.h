@@ -3,7 +3,10 @@
 // on, in one table per SIMD level (scalar, AVX2, AVX-512). Rows are float32
 // in memory; load/store convert from and to the tensors' dtypes. One
 // block-level op, matmul_tile, serves attention's score and value products.
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/qmm_kernels.h"
 
@@ -41,7 +44,19 @@ struct VectorOps {
   // (in floats). Register-blocked for small operands that sit in cache.
   void (*matmul_tile)(const float* a, int lda, const float* b, int ldb, float* c, int ldc, int rows,
                       int cols, int depth, bool accumulate);
+  // One group of activations as the int16 decode kernels read them:
+  // out[i] = x[i] * 32767 / max |x| rounded to the nearest integer (ties to
+  // even, as lrintf), within +-32767; returns max |x| / 32767 (0 for a
+  // group of zeros). NaNs are left out of the maximum and become -32767.
+  // Every level gives the same bits (the decode step runs once per token
+  // on every matmul's input, so it is vectorized).
+  float (*quantize_int16)(const float* x, int count, std::int16_t* out);
 };
+
+// quantize_int16 of one value already multiplied by 32767 / max |x|.
+inline std::int16_t rounded_int16(float scaled) {
+  return static_cast<std::int16_t>(std::clamp(std::lrintf(scaled), -32767L, 32767L));
+}
 
 // The table for the active SIMD level (see cpu_features.h).
 const VectorOps& vector_ops();

@@ -90,6 +90,14 @@ void matmul_tile(const float* a, int lda, const float* b, int ldb, float* c, int
   }
 }
 
+float quantize_int16(const float* x, int count, std::int16_t* out) {
+  float amax = 0.0f;
+  for (int i = 0; i < count; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float inverse = amax > 0.0f ? 32767.0f / amax : 0.0f;
+  for (int i = 0; i < count; ++i) out[i] = rounded_int16(x[i] * inverse);
+  return amax / 32767.0f;
+}
+
 }  // namespace
 
 const VectorOps& scalar_vector_ops() {
@@ -106,7 +114,8 @@ const VectorOps& scalar_vector_ops() {
                              exp_shifted_sum,
                              silu_mul,
                              gelu_approx_mul,
-                             matmul_tile};
+                             matmul_tile,
+                             quantize_int16};
   return ops;
 }
 

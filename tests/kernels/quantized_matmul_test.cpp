@@ -6,12 +6,16 @@
 // bfloat16 / float16 results.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <limits>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
 
 #include "kernel_test_util.h"
 #include "kernels/kernels.h"
+#include "kernels/vector_ops.h"
 
 namespace mlx_cpp::kernels {
 namespace {
@@ -253,6 +257,49 @@ TEST(QuantizedMatmulFast, Bfloat16ActivationsAreTheFloatResultOnRoundedX) {
       }
     }
   }
+}
+
+// The activations' rounding to int16 for the decode kernels gives the same
+// codes and scales at every SIMD level as the portable loop: a row's
+// tokens must not depend on the CPU's vector width. Groups of 32, 64 and
+// 128 and odd lengths (a vector tail), with zeros, signed zeros, ties at
+// .5, infinities and NaNs among normal values.
+TEST(QuantizedMatmulFast, Int16ActivationsAreTheSameAtEveryLevel) {
+  std::mt19937 generator(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int count : {32, 64, 128, 7, 40}) {
+    for (int variant = 0; variant < 6; ++variant) {
+      std::vector<float> x(count);
+      for (auto& v : x) v = normal(generator);
+      if (variant == 1) std::fill(x.begin(), x.end(), 0.0f);
+      if (variant == 2) {
+        x[0] = -0.0f;
+        x[count - 1] = 8.0f;  // max |x| 8: x = 8 * (n + 0.5) / 32767 lands on ties
+        for (int i = 1; i + 1 < count; ++i) x[i] = 8.0f * (i - count / 2 + 0.5f) / 32767.0f;
+      }
+      if (variant == 3)
+        for (int i : {0, count / 2, count - 1}) x[i] = std::numeric_limits<float>::quiet_NaN();
+      if (variant == 4) x[count - 1] = std::numeric_limits<float>::infinity();
+      if (variant == 5) x[0] = -std::numeric_limits<float>::infinity();
+      std::vector<std::int16_t> expected(count);
+      const float expected_scale =
+          scalar_vector_ops().quantize_int16(x.data(), count, expected.data());
+      for_each_isa([&](IsaLevel isa) {
+        std::vector<std::int16_t> actual(count, 1234);
+        const float scale = vector_ops().quantize_int16(x.data(), count, actual.data());
+        EXPECT_EQ(std::memcmp(&scale, &expected_scale, sizeof(float)), 0)
+            << level_name(isa) << " count " << count << " variant " << variant;
+        EXPECT_EQ(actual, expected)
+            << level_name(isa) << " count " << count << " variant " << variant;
+      });
+    }
+  }
+  // The portable loop itself: ties to even, the clamp, NaN as -32767.
+  std::vector<float> x = {16384.5f, 16385.5f, -16384.5f, 32767.0f,
+                          std::numeric_limits<float>::quiet_NaN()};
+  std::vector<std::int16_t> codes(x.size());
+  EXPECT_EQ(scalar_vector_ops().quantize_int16(x.data(), 5, codes.data()), 1.0f);
+  EXPECT_EQ(codes, (std::vector<std::int16_t>{16384, 16386, -16384, 32767, -32767}));
 }
 
 // x as the int16 kernels see it: per group, round(x * 32767 / max |x|)
