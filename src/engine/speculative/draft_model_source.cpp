@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <tuple>
 
 #include "io/error.h"
 
@@ -69,24 +71,38 @@ Draft DraftModelSource::propose(const std::vector<int>& context, int limit, cons
   const auto start = std::chrono::steady_clock::now();
   const bool had_context = !fed_.empty();
   auto logits = catch_up(context, limit);
-  mx::eval(logits);
   // One or two tokens to catch up with are the step's own (the target's
   // last token, and the last draft after a full acceptance); more are a
   // prefill (the prompt, or the tokens of plain steps).
   const bool steady = had_context && caught_up_ <= 2;
-  auto first_drafted = std::chrono::steady_clock::now();
+  auto first_drafted = start;
   const int vocab = logits.shape(2);
+  auto pick = [&](const mx::array& last_logits) {
+    auto logprobs = step_logprobs(mx::reshape(last_logits, {1, vocab}), draft_.kernels());
+    return std::pair{mx::astype(mx::argmax(logprobs, -1), mx::int32),
+                     mx::exp(mx::astype(mx::max(logprobs), mx::float32))};
+  };
+  auto [token, probability] = pick(logits);
   for (int i = 0; i < limit; ++i) {
-    auto logprobs = step_logprobs(mx::reshape(logits, {1, vocab}), draft_.kernels());
-    auto token = mx::argmax(logprobs, -1);
-    auto probability = mx::exp(mx::astype(mx::max(logprobs), mx::float32));
-    mx::eval({token, probability});
+    // The forward of this pick is built and started before the host waits
+    // for the pick, as the plain decode loop does, so the draft model does
+    // not idle while the host reads a token and builds the next graph. A
+    // forward started for a draft that the schedule then declines leaves
+    // its token in the caches; the next catch_up trims it. The last
+    // proposal is fed only if it is accepted.
+    std::optional<mx::array> next_logits;
+    if (i + 1 < limit) {
+      next_logits = draft_.model().forward(mx::reshape(token, {1, 1}), caches_);
+      mx::async_eval({token, probability, *next_logits});
+    } else {
+      mx::async_eval({token, probability});
+    }
     draft.tokens.push_back(token.item<int>());
     draft.confidence.push_back(probability.item<float>());
+    if (next_logits) fed_.push_back(draft.tokens.back());
     if (i == 0) first_drafted = std::chrono::steady_clock::now();
-    // The last proposal is fed only if it is accepted.
-    if (i + 1 == limit || (more && !more(draft.confidence))) break;
-    logits = feed({draft.tokens.back()});
+    if (!next_logits || (more && !more(draft.confidence))) break;
+    std::tie(token, probability) = pick(*next_logits);
   }
   const auto end = std::chrono::steady_clock::now();
   draft.first_seconds = steady ? std::chrono::duration<double>(first_drafted - start).count() : -1;
