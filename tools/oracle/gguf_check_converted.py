@@ -8,7 +8,7 @@ by CTest after the conversion fixtures):
       (bit for bit for dense float32 conversions; cosine > 0.999 for Q8_0),
       and the synthesized tokenizer must load in `tokenizers` and round-trip.
   --real DIR GGUF                 a converted real model: loads in mlx-lm,
-      forward shapes right, logits finite, mean NLL of an English paragraph
+      forward shapes right, logits finite, mean NLL of two English sentences
       below 3 nats (broken conversions score 10+), greedy continuation reported,
       and tokenizer.json encodes like transformers' own GGUF tokenizer.
 
@@ -107,10 +107,13 @@ def check_tokenizer_against_transformers(directory, gguf_path, report):
     print(f"ok {directory.name}: tokenizer matches transformers on {len(SAMPLE_TEXTS)} texts")
 
 
+# Two sentences (about 35 tokens): MLX's stock CPU path scores the 1.5B at
+# about 1.5 s a token, and the real models' NLLs here (1.5-1.9) sit as far
+# below the bound as the longer paragraph's did.
 PARAGRAPH = (
     "Paris is the capital and most populous city of France. With an estimated population of "
     "more than two million residents, it is the centre of the Ile-de-France region and one of "
-    "the largest cities in Europe. The city is known for its museums and architectural landmarks.")
+    "the largest cities in Europe.")
 
 
 def mean_negative_log_likelihood(model, tokenizer, text):
@@ -147,7 +150,7 @@ def check_real(directory, gguf_path, report):
     # nats per token on plain English; the real models score below 3.
     nll = mean_negative_log_likelihood(model, tokenizer, PARAGRAPH)
     report["paragraph_nll"] = nll
-    print(f"{directory.name}: mean NLL on a Wikipedia-style paragraph {nll:.3f}")
+    print(f"{directory.name}: mean NLL on two Wikipedia-style sentences {nll:.3f}")
     if not nll < 3.0:
         fail(f"{directory.name}: mean NLL {nll:.3f} >= 3.0: conversion is likely broken")
     check_tokenizer_against_transformers(directory, gguf_path, report)
