@@ -86,12 +86,20 @@ Draft DraftModelSource::propose(const std::vector<int>& context, int limit, cons
   for (int i = 0; i < limit; ++i) {
     // The forward of this pick is built and started before the host waits
     // for the pick, as the plain decode loop does, so the draft model does
-    // not idle while the host reads a token and builds the next graph. A
-    // forward started for a draft that the schedule then declines leaves
-    // its token in the caches; the next catch_up trims it. The last
-    // proposal is fed only if it is accepted.
+    // not idle while the host reads a token and builds the next graph. With
+    // a schedule, only where it would draft another if this pick were as
+    // likely as the last one: a forward started for a draft that is then
+    // declined costs the verify a draft's time (its token stays in the
+    // caches until the next catch_up trims it). The last proposal is fed
+    // only if it is accepted.
+    bool started = false;
     std::optional<mx::array> next_logits;
     if (i + 1 < limit) {
+      auto guess = draft.confidence;
+      guess.push_back(guess.empty() ? 1.0f : guess.back());
+      started = !more || more(guess);
+    }
+    if (started) {
       next_logits = draft_.model().forward(mx::reshape(token, {1, 1}), caches_);
       mx::async_eval({token, probability, *next_logits});
     } else {
@@ -99,9 +107,10 @@ Draft DraftModelSource::propose(const std::vector<int>& context, int limit, cons
     }
     draft.tokens.push_back(token.item<int>());
     draft.confidence.push_back(probability.item<float>());
-    if (next_logits) fed_.push_back(draft.tokens.back());
+    if (started) fed_.push_back(draft.tokens.back());
     if (i == 0) first_drafted = std::chrono::steady_clock::now();
-    if (!next_logits || (more && !more(draft.confidence))) break;
+    if (i + 1 == limit || (more && !more(draft.confidence))) break;
+    if (!started) next_logits = feed({draft.tokens.back()});
     std::tie(token, probability) = pick(*next_logits);
   }
   const auto end = std::chrono::steady_clock::now();
