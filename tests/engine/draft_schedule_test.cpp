@@ -145,6 +145,37 @@ TEST(DraftSchedule, TriesTheNextLongerVerifyUntilItIsTimed) {
   EXPECT_EQ(costly.choose(copy), 0);
 }
 
+TEST(DraftSchedule, DraftsAnotherToTimeALongerVerify) {
+  DraftSchedule schedule(DraftKind::draft_model, std::nullopt);
+  // Drafts of probability 0.85 accepted 80 times in 100 (0.80 calibrated).
+  for (int i = 0; i < 100; ++i) schedule.record_outcome({0.85f}, i < 80 ? 1 : 0);
+  // A plain step 10 ms, a verify of one draft 12 ms, a first draft 5 ms
+  // (each first sample left out); no later draft timed yet. By these
+  // costs one draft pays (105.6 tokens/s against 100) and a second, priced
+  // as the first on a line through the two verifies, does not (101.3).
+  for (int step = 0; step < 2; ++step) {
+    schedule.record_cost(1, 0.010, 0, -1, -1);
+    schedule.record_cost(2, 0.012, 1, 0.005, -1);
+  }
+  EXPECT_EQ(schedule.choose({0.85f}), 1);
+  // A verify of three tokens was never timed: a second draft is made so
+  // that choose() can try it.
+  EXPECT_TRUE(schedule.worth_another({0.85f}, 8));
+  // Timed, and too slow to pay: no more exploring.
+  schedule.record_cost(3, 0.030, 2, 0.005, 0.005);
+  schedule.record_cost(3, 0.030, 2, 0.005, 0.005);
+  EXPECT_FALSE(schedule.worth_another({0.85f}, 8));
+  // Where one draft does not pay either, the sequence decodes plainly and
+  // drafts nothing to explore with.
+  DraftSchedule costly(DraftKind::draft_model, std::nullopt);
+  for (int i = 0; i < 100; ++i) costly.record_outcome({0.85f}, i < 80 ? 1 : 0);
+  for (int step = 0; step < 2; ++step) {
+    costly.record_cost(1, 0.010, 0, -1, -1);
+    costly.record_cost(2, 0.019, 1, 0.005, -1);
+  }
+  EXPECT_FALSE(costly.worth_drafting(8));
+}
+
 TEST(DraftSchedule, CountsOnlyTheDraftsTheVerifyJudged) {
   DraftSchedule schedule(DraftKind::draft_model, std::nullopt);
   // Accepted the first, rejected the second; the third was never judged.

@@ -192,8 +192,18 @@ bool DraftSchedule::worth_another(const std::vector<float>& confidence, int limi
   const int made = static_cast<int>(confidence.size());
   acceptances.resize(limit, acceptances.empty() ? 0.5 : acceptances.back());
   const auto rate = rates(acceptances, made);
-  return *std::max_element(rate.begin() + made + 1, rate.end()) >
-         *std::max_element(rate.begin(), rate.begin() + made + 1);
+  const auto best_so_far = std::max_element(rate.begin(), rate.begin() + made + 1);
+  if (*std::max_element(rate.begin() + made + 1, rate.end()) > *best_so_far) return true;
+  // As in choose(): where verifying the drafts so far pays, one more is
+  // drafted when no verify that long or longer was timed. Otherwise a
+  // schedule that has timed one draft a step never times a later draft
+  // (priced as the first until then, which carries the catch-up) or a
+  // longer verify (extrapolated from a plain step), and can stay at one
+  // draft a step where more pay.
+  if (best_so_far == rate.begin() || made + 2 > kMaxLength) return false;
+  for (int length = made + 2; length <= kMaxLength; ++length)
+    if (verify_[length].count >= 1) return false;
+  return true;
 }
 
 int DraftSchedule::choose(const std::vector<float>& confidence) const {
