@@ -92,14 +92,14 @@ Draft DraftModelSource::propose(const std::vector<int>& context, int limit, cons
     // declined costs the verify a draft's time (its token stays in the
     // caches until the next catch_up trims it). The last proposal is fed
     // only if it is accepted.
-    bool started = false;
-    std::optional<mx::array> next_logits;
+    bool ahead = false;
     if (i + 1 < limit) {
       auto guess = draft.confidence;
       guess.push_back(guess.empty() ? 1.0f : guess.back());
-      started = !more || more(guess);
+      ahead = !more || more(guess);
     }
-    if (started) {
+    std::optional<mx::array> next_logits;
+    if (ahead) {
       next_logits = draft_.model().forward(mx::reshape(token, {1, 1}), caches_);
       mx::async_eval({token, probability, *next_logits});
     } else {
@@ -107,10 +107,10 @@ Draft DraftModelSource::propose(const std::vector<int>& context, int limit, cons
     }
     draft.tokens.push_back(token.item<int>());
     draft.confidence.push_back(probability.item<float>());
-    if (started) fed_.push_back(draft.tokens.back());
+    if (next_logits) fed_.push_back(draft.tokens.back());
     if (i == 0) first_drafted = std::chrono::steady_clock::now();
     if (i + 1 == limit || (more && !more(draft.confidence))) break;
-    if (!started) next_logits = feed({draft.tokens.back()});
+    if (!next_logits) next_logits = feed({draft.tokens.back()});
     std::tie(token, probability) = pick(*next_logits);
   }
   const auto end = std::chrono::steady_clock::now();

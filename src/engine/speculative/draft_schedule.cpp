@@ -200,10 +200,7 @@ bool DraftSchedule::worth_another(const std::vector<float>& confidence, int limi
   // (priced as the first until then, which carries the catch-up) or a
   // longer verify (extrapolated from a plain step), and can stay at one
   // draft a step where more pay.
-  if (best_so_far == rate.begin() || made + 2 > kMaxLength) return false;
-  for (int length = made + 2; length <= kMaxLength; ++length)
-    if (verify_[length].count >= 1) return false;
-  return true;
+  return best_so_far != rate.begin() && untimed_from(made + 2);
 }
 
 int DraftSchedule::choose(const std::vector<float>& confidence) const {
@@ -215,10 +212,15 @@ int DraftSchedule::choose(const std::vector<float>& confidence) const {
   // the line overstates it) and later drafts' acceptance may be only the
   // prior, so without trying the schedule could never learn that it pays.
   const int longer = best + 1;
-  if (best < 1 || longer >= static_cast<int>(rate.size()) || longer + 1 > kMaxLength) return best;
-  for (int length = longer + 1; length <= kMaxLength; ++length)
-    if (verify_[length].count >= 1) return best;
-  return longer;
+  if (best < 1 || longer >= static_cast<int>(rate.size())) return best;
+  return untimed_from(longer + 1) ? longer : best;
+}
+
+bool DraftSchedule::untimed_from(int length) const {
+  if (length > kMaxLength) return false;
+  for (int l = length; l <= kMaxLength; ++l)
+    if (verify_[l].count >= 1) return false;
+  return true;
 }
 
 void DraftSchedule::record_cost(int length, double seconds, int drafted, double first_seconds,

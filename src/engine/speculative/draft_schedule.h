@@ -68,6 +68,9 @@ class DraftSchedule {
 
  private:
   int bucket(float confidence, int position) const;
+  // Whether no verify of `length` tokens or longer has been timed (false
+  // past the lengths tracked).
+  bool untimed_from(int length) const;
   // The calibrated acceptance of each of a step's drafts.
   std::vector<double> acceptances_of(const std::vector<float>& confidence) const;
   // Tokens per second of verifying the first k drafts (k = 0 ..
